@@ -1,0 +1,493 @@
+"""The MCS driver contract, version 0.6.
+
+Data types are frozen pydantic models: they validate on construction, round-trip through
+JSON and export JSON Schema (see :func:`contract_schemas`). The abstract classes and mixins
+carry the spec's names. Objects of the published reference SDK (``mcs.driver.core``) convert
+into these types by duck typing through each model's ``coerce``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "CAPABILITY_MIXINS",
+    "CONTRACT_VERSION",
+    "Binding",
+    "ContractError",
+    "DriverContext",
+    "DriverMeta",
+    "DriverResponse",
+    "MCSDriver",
+    "MCSToolDriver",
+    "SupportsAutostart",
+    "SupportsDriverContext",
+    "SupportsHealthcheck",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCallSignaling",
+    "ToolError",
+    "ToolParameter",
+    "TrustManifest",
+    "UnknownToolError",
+    "contract_schemas",
+    "implemented_capabilities",
+    "is_semver",
+]
+
+CONTRACT_VERSION = "0.6"
+"""The version of the MCS driver contract these types implement."""
+
+# SemVer 2.0.0, https://semver.org/#is-there-a-suggested-regular-expression-regex-to-check-a-semver-string
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_IDENTIFIER = re.compile(r"^[^\s]{1,128}$")
+_URL = re.compile(r"^(https?|ssh|git)://[^\s/]+[^\s]*$")
+
+
+def is_semver(version: str) -> bool:
+    """Return whether ``version`` is a SemVer 2.0.0 version string such as ``1.2.0``."""
+    return _SEMVER.match(version) is not None
+
+
+class ContractError(ValueError):
+    """An object does not satisfy the MCS contract; the message names the type and field."""
+
+
+class ToolError(Exception):
+    """Raised by ``execute_tool`` for a call it cannot carry out."""
+
+
+class UnknownToolError(ToolError, LookupError):
+    """``execute_tool`` was asked for a tool the driver does not provide."""
+
+    def __init__(self, tool_name: str, known: Iterable[str] = ()) -> None:
+        self.tool_name = tool_name
+        self.known = tuple(sorted(known))
+        hint = f"; known tools: {', '.join(self.known)}" if self.known else ""
+        super().__init__(f"unknown tool {tool_name!r}{hint}")
+
+
+class ToolArgumentError(ToolError, ValueError):
+    """``execute_tool`` got arguments that do not fit the tool; names tool and argument."""
+
+    def __init__(self, tool_name: str, argument: str, problem: str) -> None:
+        self.tool_name = tool_name
+        self.argument = argument
+        self.problem = problem
+        super().__init__(f"tool {tool_name!r}, argument {argument!r}: {problem}")
+
+
+def _as_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
+    """Store a validated sequence as a tuple, so a frozen model holds no mutable list."""
+    return None if value is None else tuple(value)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    @classmethod
+    def coerce(cls, obj: object) -> Self:
+        """Convert ``obj`` into this type.
+
+        Accepts an instance, a mapping of field values, or any object with attributes of
+        the field names (such as the reference SDK's dataclasses).
+        """
+        if isinstance(obj, cls):
+            return obj
+        if isinstance(obj, Mapping):
+            return cls.model_validate(dict(obj))
+        return cls.model_validate(cls._fields_of(obj))
+
+    @classmethod
+    def _fields_of(cls, obj: object) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            key = field.alias or name
+            if hasattr(obj, key):
+                values[key] = getattr(obj, key)
+            elif field.is_required():
+                raise ContractError(
+                    f"cannot convert {type(obj).__qualname__} to {cls.__name__}: "
+                    f"it has no attribute {key!r}"
+                )
+        return values
+
+
+class Binding(_Model):
+    """A capability and adapter combination a driver serves."""
+
+    capability: str = Field(min_length=1, description='What the driver does: "csv", "rest".')
+    adapter: str = Field(min_length=1, description='Which backend: "localfs", "http"; "*" = any.')
+    spec_format: str = Field(
+        min_length=1, description='How tools are described: "OpenAPI", "JSON-Schema", "Custom".'
+    )
+
+
+class TrustManifest(_Model):
+    """Who publishes a driver, where its source lives, and which key signs its releases."""
+
+    publisher: str = Field(min_length=1, description="Author or organisation releasing it.")
+    source_repository: str | None = Field(
+        default=None, description="URL of the source repository (https, ssh or git scheme)."
+    )
+    signing_key_id: str | None = Field(
+        default=None, description="Identifier of the key that signs releases of this driver."
+    )
+
+    @field_validator("source_repository")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not _URL.match(value):
+            raise ValueError(f"not an absolute https, ssh or git URL: {value!r}")
+        return value
+
+
+class DriverMeta(_Model):
+    """Static metadata describing a driver: identity, bindings, target models, capabilities."""
+
+    id: str = Field(
+        description="Globally unique identifier; a UUID is recommended.",
+        json_schema_extra={"pattern": _IDENTIFIER.pattern},
+    )
+    name: str = Field(min_length=1, description="Human-readable name.")
+    version: str = Field(
+        description='Semantic version of the driver, e.g. "1.0.0".',
+        json_schema_extra={"pattern": _SEMVER.pattern},
+    )
+    bindings: Sequence[Binding] = Field(default=(), description="What it does and over what.")
+    target_llms: Sequence[str] | None = Field(
+        default=None, description='Models it prompts for ("*" = any); None for ToolDrivers.'
+    )
+    capabilities: Sequence[str] = Field(
+        default=(), description='Runtime features it implements, e.g. "healthcheck", "tcs".'
+    )
+    trust: TrustManifest | None = Field(
+        default=None, description="Publisher, source repository and signing key reference."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not _IDENTIFIER.match(value):
+            raise ValueError("must be 1 to 128 characters without whitespace")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _check_version(cls, value: str) -> str:
+        if not is_semver(value):
+            raise ValueError(f"{value!r} is not a semantic version (MAJOR.MINOR.PATCH)")
+        return value
+
+    _tuples = field_validator("bindings", "target_llms", "capabilities")(_as_tuple)
+
+    @field_validator("capabilities")
+    @classmethod
+    def _check_capabilities(cls, value: Sequence[str]) -> Sequence[str]:
+        if any(not flag for flag in value):
+            raise ValueError("capability names must be non-empty")
+        return value
+
+    @classmethod
+    def _fields_of(cls, obj: object) -> dict[str, Any]:
+        # The reference SDK names target_llms "supported_llms" and has no trust manifest.
+        if not hasattr(obj, "target_llms") and hasattr(obj, "supported_llms"):
+            values = super()._fields_of(_Renamed(obj, target_llms="supported_llms"))
+        else:
+            values = super()._fields_of(obj)
+        values["bindings"] = tuple(Binding.coerce(b) for b in values.get("bindings") or ())
+        if values.get("trust") is not None:
+            values["trust"] = TrustManifest.coerce(values["trust"])
+        return values
+
+    def has_capability(self, name: str) -> bool:
+        """Return whether the capability ``name`` is declared."""
+        return name in self.capabilities
+
+
+class _Renamed:
+    """Read attribute ``new`` of an object from its attribute ``old``."""
+
+    __slots__ = ("_names", "_obj")
+
+    def __init__(self, obj: object, **names: str) -> None:
+        self._obj = obj
+        self._names = names
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._obj, self._names.get(name, name))
+
+
+with warnings.catch_warnings():
+    # "schema" is the spec's field name; it shadows BaseModel.schema, pydantic v1's
+    # deprecated spelling of model_json_schema.
+    warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
+
+    class ToolParameter(_Model):
+        """One named input of a tool, with an optional JSON Schema for its value."""
+
+        name: str = Field(min_length=1, description="Argument name.")
+        description: str = Field(description="What the argument means.")
+        required: bool = Field(default=False, description="Whether a call must give it.")
+        schema: dict[str, Any] | None = Field(  # type: ignore[assignment]
+            default=None, description='JSON Schema of the value, e.g. {"type": "string"}.'
+        )
+
+        def json_schema(self) -> dict[str, Any]:
+            """The value's JSON Schema with the description filled in."""
+            schema = dict(self.schema or {})
+            if self.description and "description" not in schema:
+                schema["description"] = self.description
+            return schema
+
+
+class Tool(_Model):
+    """A callable tool.
+
+    At least one of ``title`` and ``description`` must be non-empty; when only ``title``
+    is given, ``description`` is filled from it.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": "string", "minLength": 1}}}
+                for key in ("title", "description")
+            ]
+        }
+    )
+
+    name: str = Field(min_length=1, description="Machine identifier (operationId, MCP name).")
+    title: str | None = Field(default=None, description="Short human-readable label.")
+    description: str | None = Field(default=None, description="Text forwarded to the LLM.")
+    parameters: Sequence[ToolParameter] = Field(default=(), description="The tool's inputs.")
+
+    _tuples = field_validator("parameters")(_as_tuple)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_description(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            title, description = data.get("title"), data.get("description")
+            if not description and not title:
+                raise ValueError(
+                    f"tool {data.get('name')!r}: at least one of title or description "
+                    "must be non-empty"
+                )
+            if not description:
+                data = {**data, "description": title}
+        return data
+
+    @field_validator("parameters")
+    @classmethod
+    def _unique_parameters(cls, value: Sequence[ToolParameter]) -> Sequence[ToolParameter]:
+        seen: set[str] = set()
+        for parameter in value:
+            if parameter.name in seen:
+                raise ValueError(f"parameter {parameter.name!r} is declared twice")
+            seen.add(parameter.name)
+        return value
+
+    @classmethod
+    def _fields_of(cls, obj: object) -> dict[str, Any]:
+        values = super()._fields_of(obj)
+        values["parameters"] = tuple(
+            ToolParameter.coerce(p) for p in values.get("parameters") or ()
+        )
+        return values
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's arguments object."""
+        return {
+            "type": "object",
+            "properties": {p.name: p.json_schema() for p in self.parameters},
+            "required": [p.name for p in self.parameters if p.required],
+            "additionalProperties": False,
+        }
+
+
+class DriverResponse(_Model):
+    """The self-contained outcome of one ``process_llm_response`` call.
+
+    An empty response (no flags, no messages) means no call for this driver was found:
+    the client treats the LLM output as a final answer, or passes it to the next driver.
+    """
+
+    tool_call_result: Any = Field(default=None, description="Raw tool output, if executed.")
+    call_executed: bool = Field(default=False, description="A tool call ran successfully.")
+    call_failed: bool = Field(
+        default=False, description="A call was found but could not be parsed or executed."
+    )
+    call_detail: str | None = Field(default=None, description="Why the call failed.")
+    retry_prompt: str | None = Field(default=None, description="Hint for the model's retry.")
+    messages: list[dict[str, Any]] | None = Field(
+        default=None, description="Conversation entries the client appends to its history."
+    )
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether this is the pass-through response: no call detected for this driver."""
+        return not (self.call_executed or self.call_failed) and self.messages is None
+
+
+class DriverContext(_Model):
+    """A system message without inlined tools, plus the tools in a provider's native format."""
+
+    system_message: str = Field(description="Behavioural prompt, tools not inlined.")
+    tools: Sequence[dict[str, Any]] = Field(
+        default=(), description="Tools in native provider format (e.g. OpenAI function schema)."
+    )
+
+    _tuples = field_validator("tools")(_as_tuple)
+
+
+class MCSDriver(ABC):
+    """A driver the client talks to directly: prompts for an LLM and executes its calls."""
+
+    meta: DriverMeta
+
+    @abstractmethod
+    def get_function_description(self, model_name: str | None = None) -> str:
+        """Return the LLM-readable description of the callable functions."""
+
+    @abstractmethod
+    def get_driver_system_message(self, model_name: str | None = None) -> str:
+        """Return the complete system message for the model family ``model_name``."""
+
+    @abstractmethod
+    def process_llm_response(
+        self, llm_response: str | dict[str, Any], streaming: bool = False
+    ) -> DriverResponse:
+        """Detect and execute a tool call in the model's output.
+
+        A call for a tool this driver does not know returns an empty ``DriverResponse``.
+        """
+
+
+class MCSToolDriver(ABC):
+    """A driver for orchestrators: structured tools and their execution, no LLM knowledge.
+
+    Its ``meta.target_llms`` is ``None``.
+    """
+
+    meta: DriverMeta
+
+    @abstractmethod
+    def list_tools(self) -> Sequence[Tool]:
+        """Return the tools this driver provides."""
+
+    @abstractmethod
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        """Execute ``tool_name`` with ``arguments`` and return the raw result.
+
+        Raises :class:`UnknownToolError` or :class:`ToolArgumentError` for calls it
+        cannot carry out.
+        """
+
+
+class SupportsHealthcheck(ABC):
+    """Capability ``healthcheck``: the driver can report whether its backend is usable."""
+
+    CAPABILITY: ClassVar[str] = "healthcheck"
+
+    @abstractmethod
+    def healthcheck(self) -> dict[str, Any]:
+        """Return a status mapping such as ``{"status": "OK"}``."""
+
+
+class SupportsAutostart(ABC):
+    """Capability ``autostart``: the driver can launch its backend (a container, a server)."""
+
+    CAPABILITY: ClassVar[str] = "autostart"
+
+    @abstractmethod
+    def autostart(self, kwargs: dict[str, Any]) -> None:
+        """Start the backend with the given settings."""
+
+
+class SupportsDriverContext(ABC):
+    """Capability ``driver_context``: system message and native tools, separately."""
+
+    CAPABILITY: ClassVar[str] = "driver_context"
+
+    @abstractmethod
+    def get_driver_context(self, model_name: str | None = None) -> DriverContext:
+        """Return the system message and the tools in the model's native format."""
+
+
+class ToolCallSignaling(ABC):
+    """Capability ``tcs``: pure checks a streaming client asks while it buffers output."""
+
+    CAPABILITY: ClassVar[str] = "tcs"
+
+    @abstractmethod
+    def might_be_tool_call(self, partial: str) -> bool:
+        """Cheap check: could ``partial`` be the start of a tool call?"""
+
+    @abstractmethod
+    def is_complete_tool_call(self, text: str) -> bool:
+        """Whether ``text`` holds a complete, parseable tool call."""
+
+
+CAPABILITY_MIXINS: Mapping[str, type] = {
+    mixin.CAPABILITY: mixin
+    for mixin in (SupportsHealthcheck, SupportsAutostart, SupportsDriverContext, ToolCallSignaling)
+}
+"""Capability name -> the mixin a driver declaring it must implement."""
+
+
+_CAPABILITY_METHODS: Mapping[str, tuple[str, ...]] = {
+    name: tuple(
+        sorted(
+            attr
+            for attr, value in vars(mixin).items()
+            if getattr(value, "__isabstractmethod__", False)
+        )
+    )
+    for name, mixin in CAPABILITY_MIXINS.items()
+}
+
+
+def implemented_capabilities(driver: object) -> frozenset[str]:
+    """The capability names whose mixin ``driver`` implements (by subclass or by methods)."""
+    return frozenset(
+        name
+        for name, mixin in CAPABILITY_MIXINS.items()
+        if isinstance(driver, mixin)
+        or all(callable(getattr(driver, method, None)) for method in _CAPABILITY_METHODS[name])
+    )
+
+
+_SCHEMA_MODELS: tuple[type[BaseModel], ...] = (
+    Binding,
+    TrustManifest,
+    DriverMeta,
+    ToolParameter,
+    Tool,
+    DriverResponse,
+    DriverContext,
+)
+
+
+def contract_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every contract type, keyed by file name (``DriverMeta.schema.json``)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for model in _SCHEMA_MODELS:
+        name = f"{model.__name__}.schema.json"
+        schema = model.model_json_schema()
+        schemas[name] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"urn:mcs:contract:{CONTRACT_VERSION}:{model.__name__}",
+            **schema,
+        }
+    return schemas

@@ -1,0 +1,57 @@
+"""Write the MCS contract's JSON Schemas into mcs_host/schemas/, or check they are current.
+
+python scripts/gen_schemas.py          # rewrite the files
+python scripts/gen_schemas.py --check  # exit 1 if a file differs from the models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mcs_host.contract import contract_schemas
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "mcs_host" / "schemas"
+
+
+def render(schema: dict[str, object]) -> str:
+    """The committed text of one schema: sorted keys, two-space indent, final newline."""
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def stale(directory: Path = SCHEMA_DIR) -> list[str]:
+    """File names under ``directory`` that are missing, differ, or are not generated."""
+    expected = {name: render(schema) for name, schema in contract_schemas().items()}
+    present = {p.name for p in directory.glob("*.schema.json")}
+    wrong = [
+        name
+        for name, text in expected.items()
+        if not (directory / name).is_file() or (directory / name).read_text("utf-8") != text
+    ]
+    return sorted(set(wrong) | (present - set(expected)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    args = parser.parse_args()
+    out_of_date = stale()
+    if args.check:
+        for name in out_of_date:
+            print(f"{SCHEMA_DIR / name}: out of date; run python scripts/gen_schemas.py")
+        return 1 if out_of_date else 0
+    SCHEMA_DIR.mkdir(exist_ok=True)
+    for name, schema in contract_schemas().items():
+        (SCHEMA_DIR / name).write_text(render(schema), "utf-8")
+    for name in out_of_date:
+        path = SCHEMA_DIR / name
+        if name not in contract_schemas():
+            path.unlink()
+        print(f"wrote {path}" if path.exists() else f"removed {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
