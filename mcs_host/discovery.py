@@ -1,0 +1,316 @@
+"""Discovery: installed metadata -> driver candidates, without importing any driver code.
+
+Reads each distribution's ``entry_points.txt`` on the search path, keeps the entries of the
+``mcs.drivers`` group, and reports what would make a candidate ambiguous: one distribution
+installed twice, two distributions claiming one label, an entry point that does not name an
+object, a label that cannot prefix tool names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Candidate",
+    "Discovery",
+    "Problem",
+    "discover",
+    "normalize_name",
+]
+
+ENTRY_POINT_GROUP = "mcs.drivers"
+"""The entry point group drivers register in: ``label = module:object``."""
+
+_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def normalize_name(name: str) -> str:
+    """The PEP 503 normalized form of a distribution name: ``Foo_Bar`` -> ``foo-bar``."""
+    return _NAME_SEPARATORS.sub("-", name).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A driver an installed distribution declares in the ``mcs.drivers`` group."""
+
+    label: str
+    """The entry point name: the driver's label in the host."""
+    value: str
+    """The entry point value, ``module:object``."""
+    distribution: str
+    """The distribution's name as its metadata spells it."""
+    version: str
+    """The distribution's version."""
+    metadata_path: str
+    """The distribution's ``*.dist-info`` (or ``*.egg-info``) directory."""
+    location: str
+    """The directory on the search path the distribution is installed in."""
+
+    @property
+    def project(self) -> str:
+        """The normalized distribution name (PEP 503)."""
+        return normalize_name(self.distribution)
+
+    @property
+    def module(self) -> str:
+        """The module part of the entry point value."""
+        return self.value.partition(":")[0].strip()
+
+    @property
+    def attr(self) -> str:
+        """The object part of the entry point value (may be dotted)."""
+        return self.value.partition(":")[2].strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something discovery found wrong, naming the labels and distributions involved."""
+
+    code: str
+    """One of ``duplicate-distribution``, ``label-conflict``, ``invalid-entry-point``,
+    ``invalid-label``, ``unreadable-metadata``."""
+    message: str
+    labels: tuple[str, ...] = ()
+    distributions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """The outcome of :func:`discover`: candidates in a stable order and the problems found."""
+
+    candidates: tuple[Candidate, ...]
+    problems: tuple[Problem, ...]
+    group: str = ENTRY_POINT_GROUP
+    path: tuple[str, ...] = field(default=())
+
+    def problems_for(self, candidate: Candidate) -> tuple[Problem, ...]:
+        """The problems that name ``candidate``'s label and distribution."""
+        return tuple(
+            problem
+            for problem in self.problems
+            if (not problem.labels or candidate.label in problem.labels)
+            and (not problem.distributions or candidate.project in problem.distributions)
+        )
+
+    def get(self, label: str) -> tuple[Candidate, ...]:
+        """The candidates claiming ``label`` (more than one means a conflict)."""
+        return tuple(c for c in self.candidates if c.label == label)
+
+
+@dataclass(frozen=True, slots=True)
+class _Installed:
+    """One distribution's metadata directory seen on the search path."""
+
+    project: str
+    metadata_path: str
+    location: str
+    dist: metadata.Distribution
+
+
+def discover(
+    path: Sequence[str | os.PathLike[str]] | None = None, group: str = ENTRY_POINT_GROUP
+) -> Discovery:
+    """Find the drivers declared in entry point ``group`` on ``path`` (default ``sys.path``).
+
+    Only metadata files are read; no module of any distribution is imported or resolved.
+    """
+    search = tuple(os.fspath(p) for p in (sys.path if path is None else path))
+    problems: list[Problem] = []
+    candidates: list[Candidate] = []
+    copies: dict[str, list[_Installed]] = {}
+    for installed in _installed(search):
+        copies.setdefault(installed.project, []).append(installed)
+    for project, seen in copies.items():
+        declared = [(inst, _read_entry_points(inst, group, problems)) for inst in seen]
+        if not any(entries for _, entries in declared):
+            continue
+        used, entries = declared[0]
+        if len(seen) > 1:
+            problems.append(_duplicate(project, declared))
+        candidates.extend(_candidates(used, entries, problems))
+    problems.extend(_label_conflicts(candidates))
+    candidates.sort(key=lambda c: (c.label, c.project, c.version, c.metadata_path))
+    problems.sort(key=lambda p: (p.code, p.labels, p.distributions, p.message))
+    return Discovery(tuple(candidates), tuple(problems), group, search)
+
+
+def _installed(search: Sequence[str]) -> Iterator[_Installed]:
+    """Every distribution on ``search`` in path order, each metadata directory once."""
+    seen: set[str] = set()
+    for dist in metadata.distributions(path=list(search)):
+        raw = getattr(dist, "_path", None)
+        if isinstance(raw, Path):
+            meta_path = os.path.realpath(raw)
+            if meta_path in seen:
+                continue  # one directory reached twice, e.g. through lib64 -> lib
+            seen.add(meta_path)
+            base = os.path.basename(meta_path)
+            stem, suffix = os.path.splitext(base)
+            if suffix in _METADATA_SUFFIXES and stem:
+                project = normalize_name(stem.partition("-")[0])
+            else:
+                project = normalize_name(dist.metadata["Name"] or base)
+            yield _Installed(project, meta_path, os.path.dirname(meta_path), dist)
+        else:  # a distribution served by another finder (a zip file, a custom finder)
+            name = dist.metadata["Name"] or "?"
+            where = str(raw) if raw is not None else repr(dist)
+            yield _Installed(normalize_name(name), where, where, dist)
+
+
+def _read_text(installed: _Installed, filename: str) -> str | None:
+    if installed.metadata_path and os.path.isdir(installed.metadata_path):
+        try:
+            with open(os.path.join(installed.metadata_path, filename), encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+    return installed.dist.read_text(filename)
+
+
+def _read_entry_points(
+    installed: _Installed, group: str, problems: list[Problem]
+) -> list[tuple[str, str]]:
+    """The ``(name, value)`` pairs of ``group``, parsed as ``importlib.metadata`` does."""
+    try:
+        text = _read_text(installed, "entry_points.txt")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(
+            Problem(
+                "unreadable-metadata",
+                f"{installed.metadata_path}: cannot read entry_points.txt: {exc}",
+                distributions=(installed.project,),
+            )
+        )
+        return []
+    if not text or group not in text:
+        return []
+    entries: list[tuple[str, str]] = []
+    section: str | None = None
+    for number, raw_line in enumerate(text.splitlines(), 1):
+        line = raw_line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+            continue
+        if section != group:
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            problems.append(
+                Problem(
+                    "invalid-entry-point",
+                    f"{installed.metadata_path}/entry_points.txt line {number}: "
+                    f"expected 'label = module:object', got {line!r}",
+                    distributions=(installed.project,),
+                )
+            )
+            continue
+        entries.append((name.strip(), value.strip()))
+    return entries
+
+
+def _candidates(
+    installed: _Installed, entries: Iterable[tuple[str, str]], problems: list[Problem]
+) -> Iterator[Candidate]:
+    distribution, version = _name_and_version(installed, problems)
+    for label, value in entries:
+        candidate = Candidate(
+            label, value, distribution, version, installed.metadata_path, installed.location
+        )
+        reason = _entry_point_error(value)
+        if reason:
+            problems.append(
+                Problem(
+                    "invalid-entry-point",
+                    f"driver {label!r} of {distribution} {version}: entry point {value!r} {reason}",
+                    labels=(label,),
+                    distributions=(candidate.project,),
+                )
+            )
+        if not _LABEL.match(label):
+            problems.append(
+                Problem(
+                    "invalid-label",
+                    f"driver {label!r} of {distribution} {version}: a label is 1 to 32 "
+                    "letters, digits, '-' or single '_', starting with a letter or digit",
+                    labels=(label,),
+                    distributions=(candidate.project,),
+                )
+            )
+        yield candidate
+
+
+def _entry_point_error(value: str) -> str | None:
+    """Why ``value`` is not a ``module:object`` reference, or ``None`` if it is one."""
+    module, sep, attr = value.partition(":")
+    if not sep:
+        return "does not name an object (expected 'module:object')"
+    if "[" in attr:
+        return "has extras, which drivers do not support"
+    for part, what in ((module, "module"), (attr, "object")):
+        names = part.strip().split(".")
+        if not all(name.isidentifier() for name in names):
+            return f"has an invalid {what} path {part.strip()!r}"
+    return None
+
+
+def _duplicate(project: str, declared: list[tuple[_Installed, list[tuple[str, str]]]]) -> Problem:
+    used = declared[0][0]
+    copies = "; ".join(
+        f"{_version_of(inst)} at {inst.metadata_path}" + (" (used)" if inst is used else "")
+        for inst, _ in declared
+    )
+    labels = sorted({label for _, entries in declared for label, _ in entries})
+    return Problem(
+        "duplicate-distribution",
+        f"{project} is installed {len(declared)} times on the search path: {copies}",
+        labels=tuple(labels),
+        distributions=(project,),
+    )
+
+
+def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[str, str]:
+    try:
+        meta = installed.dist.metadata
+        return meta["Name"] or installed.project, meta["Version"] or "?"
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(
+            Problem(
+                "unreadable-metadata",
+                f"{installed.metadata_path}: cannot read METADATA: {exc}",
+                distributions=(installed.project,),
+            )
+        )
+        return installed.project, "?"
+
+
+def _version_of(installed: _Installed) -> str:
+    return _name_and_version(installed, [])[1]
+
+
+def _label_conflicts(candidates: Sequence[Candidate]) -> Iterator[Problem]:
+    by_label: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_label.setdefault(candidate.label, []).append(candidate)
+    for label, claims in by_label.items():
+        if len(claims) < 2:
+            continue
+        claims.sort(key=lambda c: (c.project, c.value))
+        who = " and ".join(f"{c.distribution} {c.version} ({c.value})" for c in claims)
+        yield Problem(
+            "label-conflict",
+            f"label {label!r} is claimed by {who}; neither is used until one is renamed "
+            "or disallowed",
+            labels=(label,),
+            distributions=tuple(sorted({c.project for c in claims})),
+        )

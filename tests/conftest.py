@@ -1,0 +1,25 @@
+"""Session fixtures: a wheelhouse with mcs-host, its dependencies and the bundled drivers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from distbuild import PLUGINS, ROOT, build_wheel, pip
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Wheels of mcs-host (built from this checkout), its dependencies and the plugins."""
+    house = tmp_path_factory.mktemp("wheelhouse")
+    pip("wheel", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT))
+    for plugin in sorted(PLUGINS.iterdir()):
+        if (plugin / "pyproject.toml").is_file():
+            build_wheel(plugin, house)
+    return house
+
+
+@pytest.fixture(scope="session")
+def fixture_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory to build fixture distributions' wheels into."""
+    return tmp_path_factory.mktemp("fixture-wheels")

@@ -1,0 +1,164 @@
+"""Build real fixture distributions and install them with pip into real directories and venvs.
+
+A :class:`Project` is written as a source tree with a ``pyproject.toml`` for flit_core, built
+into a wheel by calling the PEP 517 hook in a subprocess (what pip and build do), and installed
+with pip: into a ``--target`` directory or into a venv created with ``python -m venv``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "plugins"
+
+
+@dataclass(frozen=True)
+class Project:
+    """A distribution to build: name, version, module files and entry points."""
+
+    name: str
+    version: str = "1.0.0"
+    files: Mapping[str, str] = field(default_factory=dict)
+    """Paths relative to the source root (``pkg/__init__.py``) -> file text."""
+    entry_points: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    dependencies: Sequence[str] = ()
+
+    @property
+    def module(self) -> str:
+        return self.name.replace("-", "_")
+
+    def write(self, directory: Path) -> Path:
+        """Write the source tree under ``directory`` and return its root."""
+        src = directory / f"{self.module}-{self.version}-src"
+        if src.exists():
+            shutil.rmtree(src)
+        src.mkdir(parents=True)
+        lines = [
+            "[build-system]",
+            'requires = ["flit_core>=3.9,<5"]',
+            'build-backend = "flit_core.buildapi"',
+            "",
+            "[project]",
+            f'name = "{self.name}"',
+            f'version = "{self.version}"',
+            f'description = "mcs-host test fixture {self.name}"',
+            f"dependencies = {list(self.dependencies)!r}".replace("'", '"'),
+            "",
+            "[tool.flit.module]",
+            f'name = "{self.module}"',
+        ]
+        for group, entries in self.entry_points.items():
+            lines += ["", f'[project.entry-points."{group}"]']
+            lines += [f'"{label}" = "{value}"' for label, value in entries.items()]
+        (src / "pyproject.toml").write_text("\n".join(lines) + "\n", "utf-8")
+        files = dict(self.files)
+        files.setdefault(f"{self.module}/__init__.py", "")
+        for relative, text in files.items():
+            path = src / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text), "utf-8")
+        return src
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    """Build the project at ``source`` into a wheel in ``out`` with its PEP 517 backend."""
+    out.mkdir(parents=True, exist_ok=True)
+    hook = "import sys, flit_core.buildapi as b; print(b.build_wheel(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", hook, str(out)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"building {source} failed:\n{done.stderr}")
+    return out / done.stdout.strip().splitlines()[-1]
+
+
+def pip(*args: str, python: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run pip from the test environment, against ``python``'s environment if given."""
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    if python is not None:
+        command += ["--python", str(python)]
+    done = subprocess.run(
+        [*command, *args], capture_output=True, text=True, check=False, env=_clean_env()
+    )
+    if done.returncode:
+        raise RuntimeError(f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def install_target(target: Path, wheels: Iterable[Path]) -> Path:
+    """``pip install --target``: a plain directory of installed distributions."""
+    pip("install", "--no-deps", "--no-index", "--target", str(target), *map(str, wheels))
+    return target
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A virtual environment created with ``python -m venv``."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, path: Path) -> Venv:
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(path)],
+            check=True,
+            capture_output=True,
+        )
+        return cls(path)
+
+    @property
+    def bin(self) -> Path:
+        return self.path / ("Scripts" if os.name == "nt" else "bin")
+
+    @property
+    def python(self) -> Path:
+        return self.bin / ("python.exe" if os.name == "nt" else "python")
+
+    @property
+    def site_packages(self) -> Path:
+        (found,) = self.path.glob("lib/python3*/site-packages")
+        return found
+
+    def install(self, *requirements: str | Path, wheelhouse: Path | None = None) -> None:
+        """pip install ``requirements``, offline from ``wheelhouse`` when one is given."""
+        args = ["install", "--no-cache-dir"]
+        if wheelhouse is not None:
+            args += ["--no-index", "--find-links", str(wheelhouse)]
+        pip(*args, *map(str, requirements), python=self.python)
+
+    def run(
+        self, *command: str | Path, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` with this venv's ``bin`` first on ``PATH``; never raises."""
+        environment = _clean_env()
+        environment["PATH"] = f"{self.bin}{os.pathsep}{environment.get('PATH', '')}"
+        environment["VIRTUAL_ENV"] = str(self.path)
+        environment.update(env or {})
+        return subprocess.run(
+            [str(c) for c in command],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
+            timeout=120,
+        )
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without variables that would leak the test venv into a child."""
+    env = dict(os.environ)
+    for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    return env

@@ -1,0 +1,305 @@
+"""Discovery and ``mcs-host list`` against real distributions installed with pip."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Project, Venv, build_wheel, install_target
+
+from mcs_host import ENTRY_POINT_GROUP, discover
+
+pytestmark = pytest.mark.venv
+
+GOOD_DRIVER = """
+from mcs_host import DriverMeta, MCSToolDriver, Tool
+
+class Driver(MCSToolDriver):
+    meta = DriverMeta(id="{id}", name="{name}", version="{version}")
+
+    def list_tools(self):
+        return [Tool(name="ping", description="Answer pong.")]
+
+    def execute_tool(self, tool_name, arguments):
+        return "pong"
+"""
+
+
+def driver_project(name: str, version: str = "1.0.0", labels: tuple[str, ...] = ()) -> Project:
+    """A well-formed driver distribution declaring ``labels`` (default: its module name)."""
+    module = name.replace("-", "_")
+    source = GOOD_DRIVER.format(id=f"{name}-id", name=name, version=version)
+    return Project(
+        name,
+        version,
+        files={f"{module}/__init__.py": source},
+        entry_points={ENTRY_POINT_GROUP: dict.fromkeys(labels or (module,), f"{module}:Driver")},
+    )
+
+
+def marker_project(marker: Path) -> Project:
+    """A driver whose package and module write ``marker`` when imported."""
+    return Project(
+        "marker-driver",
+        files={
+            "marker_driver/__init__.py": f"open({str(marker)!r}, 'a').write('package\\n')\n",
+            "marker_driver/driver.py": (
+                f"open({str(marker)!r}, 'a').write('module\\n')\nclass MarkerDriver: pass\n"
+            ),
+        },
+        entry_points={ENTRY_POINT_GROUP: {"marker": "marker_driver.driver:MarkerDriver"}},
+    )
+
+
+BROKEN = Project(
+    "broken-driver",
+    files={"broken_driver/__init__.py": "raise RuntimeError('broken-driver fails at import')\n"},
+    entry_points={ENTRY_POINT_GROUP: {"broken": "broken_driver:Driver"}},
+)
+
+
+@pytest.fixture(scope="module")
+def marker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("marker") / "imported.txt"
+
+
+@pytest.fixture(scope="module")
+def scenario(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, fixture_wheels: Path, marker: Path
+) -> Venv:
+    """A venv with mcs-host, both bundled drivers, a marker-writing and a broken driver."""
+    venv = Venv.create(tmp_path_factory.mktemp("scenario") / "venv")
+    work = tmp_path_factory.mktemp("scenario-src")
+    wheels = [
+        build_wheel(project.write(work), fixture_wheels)
+        for project in (marker_project(marker), BROKEN, driver_project("dup-driver", "1.0.0"))
+    ]
+    venv.install("mcs-host", "mcs-host-files", "mcs-host-csv", *wheels, wheelhouse=wheelhouse)
+    return venv
+
+
+def list_json(venv: Venv, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = venv.run("mcs-host", "list", "--json", *args, env=env)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def by_label(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {driver["label"]: driver for driver in listing["drivers"]}
+
+
+def test_list_shows_the_bundled_drivers(scenario: Venv) -> None:
+    drivers = by_label(list_json(scenario))
+    assert drivers["files"]["distribution"] == "mcs-host-files"
+    assert drivers["files"]["entry_point"] == "mcs_host_files:FilesToolDriver"
+    assert drivers["csv"]["distribution"] == "mcs-host-csv"
+    assert drivers["csv"]["entry_point"] == "mcs_host_csv:CsvToolDriver"
+    for label in ("files", "csv"):
+        assert drivers[label]["version"] == "0.1.0"
+        assert drivers[label]["problems"] == []
+        assert Path(drivers[label]["location"]) == scenario.site_packages.resolve()
+        assert drivers[label]["metadata_path"].endswith("-0.1.0.dist-info")
+
+
+def test_list_never_imports_a_driver(
+    scenario: Venv,
+    marker: Path,
+    tmp_path: Path,
+    fixture_wheels: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # in this process, with the driver importable from sys.path
+    wheel = build_wheel(marker_project(marker).write(tmp_path), fixture_wheels)
+    site = install_target(tmp_path / "site", [wheel])
+    monkeypatch.syspath_prepend(site)
+    found = discover()
+    assert [c.value for c in found.get("marker")] == ["marker_driver.driver:MarkerDriver"]
+    assert "marker_driver" not in sys.modules
+    # in the venv, through the command line
+    table = scenario.run("mcs-host", "list")
+    assert table.returncode == 0, table.stderr
+    assert "marker-driver" in table.stdout
+    assert by_label(list_json(scenario))["marker"]["problems"] == []
+    assert not marker.exists(), f"listing imported the driver: {marker.read_text()}"
+    # the control: importing the driver does write the marker
+    imported = scenario.run("python", "-c", "import marker_driver.driver")
+    assert imported.returncode == 0, imported.stderr
+    assert marker.read_text() == "package\nmodule\n"
+    marker.unlink()
+
+
+def test_list_shows_a_broken_driver_next_to_good_ones(scenario: Venv) -> None:
+    table = scenario.run("mcs-host", "list")
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines() if line}
+    assert rows["broken"][1:4] == ["broken-driver", "1.0.0", "broken_driver:Driver"]
+    assert rows["files"][1] == "mcs-host-files"
+    assert rows["csv"][1] == "mcs-host-csv"
+    # the control: the broken driver really cannot be imported
+    imported = scenario.run("python", "-c", "import broken_driver")
+    assert imported.returncode == 1
+    assert "broken-driver fails at import" in imported.stderr
+
+
+def test_same_distribution_twice_on_sys_path_names_both(
+    scenario: Venv, tmp_path: Path, fixture_wheels: Path
+) -> None:
+    newer = build_wheel(driver_project("dup-driver", "1.1.0").write(tmp_path), fixture_wheels)
+    shadow = install_target(tmp_path / "shadow", [newer])
+    listing = list_json(scenario, env={"PYTHONPATH": str(shadow)})
+    (problem,) = [p for p in listing["problems"] if p["code"] == "duplicate-distribution"]
+    assert problem["distributions"] == ["dup-driver"]
+    used = shadow.resolve() / "dup_driver-1.1.0.dist-info"
+    assert f"1.1.0 at {used} (used)" in problem["message"]
+    site_copy = scenario.site_packages.resolve() / "dup_driver-1.0.0.dist-info"
+    assert f"1.0.0 at {site_copy}" in problem["message"]
+    # the copy first on sys.path is the candidate, as import would pick it
+    assert by_label(listing)["dup_driver"]["version"] == "1.1.0"
+    assert by_label(listing)["dup_driver"]["problems"] == ["duplicate-distribution"]
+    assert by_label(listing)["files"]["problems"] == []
+    table = scenario.run("mcs-host", "list", env={"PYTHONPATH": str(shadow)})
+    assert "duplicate-distribution: dup-driver is installed 2 times" in table.stdout
+
+
+def test_one_directory_reached_twice_is_not_a_duplicate(
+    tmp_path: Path, fixture_wheels: Path
+) -> None:
+    wheel = build_wheel(driver_project("solo-driver").write(tmp_path), fixture_wheels)
+    target = install_target(tmp_path / "site", [wheel])
+    alias = tmp_path / "alias"
+    alias.symlink_to(target, target_is_directory=True)
+    found = discover([target, alias])
+    assert found.problems == ()
+    assert [c.label for c in found.candidates] == ["solo_driver"]
+
+
+def test_two_distributions_claiming_one_label_are_both_named(
+    tmp_path: Path, fixture_wheels: Path, scenario: Venv
+) -> None:
+    wheels = [
+        build_wheel(driver_project(name, labels=("shared",)).write(tmp_path), fixture_wheels)
+        for name in ("alpha-driver", "beta-driver")
+    ]
+    target = install_target(tmp_path / "site", wheels)
+    found = discover([target])
+    assert [(c.label, c.distribution) for c in found.candidates] == [
+        ("shared", "alpha-driver"),
+        ("shared", "beta-driver"),
+    ]
+    (problem,) = found.problems
+    assert problem.code == "label-conflict"
+    assert problem.distributions == ("alpha-driver", "beta-driver")
+    assert "alpha-driver 1.0.0 (alpha_driver:Driver)" in problem.message
+    assert "beta-driver 1.0.0 (beta_driver:Driver)" in problem.message
+    assert all(found.problems_for(c) == (problem,) for c in found.candidates)
+    table = scenario.run("mcs-host", "list", "--path", target)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.count("label-conflict") == 3  # two rows and the problem line
+
+
+def test_order_does_not_depend_on_install_or_path_order(
+    tmp_path: Path, fixture_wheels: Path
+) -> None:
+    first = install_target(
+        tmp_path / "a",
+        [
+            build_wheel(
+                driver_project("zeta-driver", labels=("zeta", "alpha")).write(tmp_path),
+                fixture_wheels,
+            )
+        ],
+    )
+    second = install_target(
+        tmp_path / "b",
+        [
+            build_wheel(
+                driver_project("mid-driver", labels=("mid",)).write(tmp_path), fixture_wheels
+            )
+        ],
+    )
+    forward = discover([first, second])
+    backward = discover([second, first])
+    assert [c.label for c in forward.candidates] == ["alpha", "mid", "zeta"]
+    assert forward.candidates == backward.candidates
+
+
+def test_entry_points_that_name_no_object_are_reported(
+    tmp_path: Path, fixture_wheels: Path
+) -> None:
+    project = Project(
+        "odd-driver",
+        files={"odd_driver/__init__.py": "class Driver: pass\n"},
+        entry_points={
+            ENTRY_POINT_GROUP: {
+                "module-only": "odd_driver",
+                "bad label": "odd_driver:Driver",
+                "bad-path": "odd_driver:Driver-1",
+                "fine": "odd_driver:Driver",
+            }
+        },
+    )
+    target = install_target(
+        tmp_path / "site", [build_wheel(project.write(tmp_path), fixture_wheels)]
+    )
+    found = discover([target])
+    problems = {(p.code, p.labels) for p in found.problems}
+    assert problems == {
+        ("invalid-entry-point", ("module-only",)),
+        ("invalid-entry-point", ("bad-path",)),
+        ("invalid-label", ("bad label",)),
+    }
+    (fine,) = found.get("fine")
+    assert found.problems_for(fine) == ()
+    messages = " ".join(p.message for p in found.problems)
+    assert (
+        "'module-only' of odd-driver 1.0.0: entry point 'odd_driver' does not name an object"
+        in messages
+    )
+
+
+def test_a_malformed_entry_points_file_names_file_and_line(tmp_path: Path) -> None:
+    # what an interrupted or hand-edited install leaves behind
+    dist_info = tmp_path / "site" / "mangled_driver-2.0.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mangled-driver\nVersion: 2.0.0\n"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        "[console_scripts]\nx = y:z\n\n[mcs.drivers]\nok = mangled:Driver\nno equals sign here\n"
+    )
+    found = discover([tmp_path / "site"])
+    assert [c.label for c in found.candidates] == ["ok"]
+    (problem,) = found.problems
+    assert problem.code == "invalid-entry-point"
+    assert f"{dist_info}/entry_points.txt line 6" in problem.message
+    assert "'no equals sign here'" in problem.message
+
+
+def test_list_reports_no_drivers_plainly(scenario: Venv, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    table = scenario.run("mcs-host", "list", "--path", empty)
+    assert table.returncode == 0
+    assert (
+        table.stdout.strip()
+        == "No drivers in entry point group 'mcs.drivers' (1 search path entries)."
+    )
+    assert list_json(scenario, "--path", str(empty))["drivers"] == []
+
+
+def test_default_search_path_is_sys_path(scenario: Venv) -> None:
+    done = scenario.run(
+        "python",
+        "-c",
+        "import json, sys; from mcs_host import discover; "
+        "print(json.dumps([list(discover().path), sys.path]))",
+    )
+    assert done.returncode == 0, done.stderr
+    searched, sys_path = json.loads(done.stdout)
+    assert searched == sys_path
+    assert os.fspath(scenario.site_packages) in searched
