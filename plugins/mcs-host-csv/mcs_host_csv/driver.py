@@ -1,0 +1,360 @@
+"""The CSV ToolDriver: list CSV files under a root, show their head, filter rows, summarise."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import itertools
+import math
+import operator
+import os
+import stat
+import statistics
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcs_host import (
+    Binding,
+    DriverMeta,
+    MCSToolDriver,
+    PathEscapeError,
+    Root,
+    Tool,
+    ToolArgumentError,
+    ToolError,
+    TrustManifest,
+    UnknownToolError,
+)
+from mcs_host.kit import parse_arguments, tool_from_model
+
+__version__ = "0.1.0"
+
+META = DriverMeta(
+    id="40babe70-7d0a-4a93-9898-c302c6cfead7",
+    name="CSV files",
+    version=__version__,
+    bindings=(Binding(capability="csv", adapter="localfs", spec_format="JSON-Schema"),),
+    target_llms=None,
+    capabilities=(),
+    trust=TrustManifest(publisher="mcs-host developers"),
+)
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+_SNIFF_CHARS = 64 * 1024
+_DELIMITERS = ",;\t|"
+
+Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "startswith", "endswith"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListCsvFilesArgs(_Args):
+    path: str = Field(".", description="Directory to look in, relative to the root.")
+    recursive: bool = Field(True, description="Also look in subdirectories.")
+    limit: int = Field(200, ge=1, le=10_000, description="Most files to return.")
+
+
+class ReadCsvHeadArgs(_Args):
+    file: str = Field(description="CSV file, relative to the root.")
+    rows: int = Field(5, ge=0, le=1_000, description="How many data rows to return.")
+
+
+class FilterCsvRowsArgs(_Args):
+    file: str = Field(description="CSV file, relative to the root.")
+    column: str = Field(description="Column to test.")
+    operator: Operator = Field(
+        "eq",
+        description=(
+            "Comparison. eq, ne, lt, le, gt and ge compare numbers when both sides are "
+            "numbers and text otherwise; contains, startswith and endswith compare text."
+        ),
+    )
+    value: str = Field(description="Value to compare the column with.")
+    case_sensitive: bool = Field(True, description="Compare text case-sensitively.")
+    limit: int = Field(50, ge=1, le=10_000, description="Most matching rows to return.")
+
+
+class SummarizeColumnArgs(_Args):
+    file: str = Field(description="CSV file, relative to the root.")
+    column: str = Field(description="Numeric column to summarise.")
+
+
+_TOOLS: dict[str, tuple[type[_Args], Tool]] = {
+    "list_csv_files": (
+        ListCsvFilesArgs,
+        tool_from_model(
+            "list_csv_files",
+            ListCsvFilesArgs,
+            title="List CSV files",
+            description="List the .csv and .tsv files under the root with their sizes.",
+        ),
+    ),
+    "read_csv_head": (
+        ReadCsvHeadArgs,
+        tool_from_model(
+            "read_csv_head",
+            ReadCsvHeadArgs,
+            title="Read the first rows",
+            description="The column names and the first rows of a CSV file, as records.",
+        ),
+    ),
+    "filter_csv_rows": (
+        FilterCsvRowsArgs,
+        tool_from_model(
+            "filter_csv_rows",
+            FilterCsvRowsArgs,
+            title="Filter rows",
+            description="The rows of a CSV file whose column satisfies a comparison.",
+        ),
+    ),
+    "summarize_column": (
+        SummarizeColumnArgs,
+        tool_from_model(
+            "summarize_column",
+            SummarizeColumnArgs,
+            title="Summarise a numeric column",
+            description=(
+                "Count, missing and non-numeric cells, sum, min, max, mean, median and "
+                "standard deviation of a column."
+            ),
+        ),
+    ),
+}
+
+
+class CsvToolDriver(MCSToolDriver):
+    """Read-only CSV analysis over the files under ``root``.
+
+    Files larger than ``max_file_bytes`` are refused. The delimiter (``,``, ``;``, tab or
+    ``|``) is detected from the start of each file; a UTF-8 byte order mark is ignored.
+    """
+
+    meta = META
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> None:
+        if max_file_bytes < 1:
+            raise ValueError("max_file_bytes must be positive")
+        self.root = Root(root)
+        self.max_file_bytes = max_file_bytes
+        self._handlers: dict[str, Callable[[Any], dict[str, Any]]] = {
+            "list_csv_files": self._list_csv_files,
+            "read_csv_head": self._read_csv_head,
+            "filter_csv_rows": self._filter_csv_rows,
+            "summarize_column": self._summarize_column,
+        }
+
+    def list_tools(self) -> list[Tool]:
+        return [tool for _, tool in _TOOLS.values()]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if tool_name not in _TOOLS:
+            raise UnknownToolError(tool_name, _TOOLS)
+        model, _ = _TOOLS[tool_name]
+        args = parse_arguments(tool_name, model, arguments)
+        where = "file" if hasattr(args, "file") else "path"
+        shown = getattr(args, where)
+        try:
+            return self._handlers[tool_name](args)
+        except ToolError:
+            raise
+        except FileNotFoundError:
+            raise ToolArgumentError(tool_name, where, f"{shown!r} does not exist") from None
+        except NotADirectoryError:
+            raise ToolArgumentError(tool_name, where, f"{shown!r} is not a directory") from None
+        except IsADirectoryError:
+            raise ToolArgumentError(tool_name, where, f"{shown!r} is not a file") from None
+        except UnicodeDecodeError as exc:
+            raise ToolArgumentError(
+                tool_name, where, f"{shown!r} is not UTF-8 text (byte {exc.start})"
+            ) from None
+        except csv.Error as exc:
+            raise ToolArgumentError(
+                tool_name, where, f"{shown!r} is not valid CSV: {exc}"
+            ) from None
+        except OSError as exc:
+            raise ToolError(
+                f"tool {tool_name!r}, {where} {shown!r}: {exc.strerror or exc}"
+            ) from None
+
+    # -- tools -----------------------------------------------------------------
+
+    def _list_csv_files(self, args: ListCsvFilesArgs) -> dict[str, Any]:
+        files: list[dict[str, Any]] = []
+        truncated = False
+        for rel, size in self._csv_files(args.path, args.recursive):
+            if len(files) == args.limit:
+                truncated = True
+                break
+            files.append({"file": rel, "size": size})
+        return {"files": files, "truncated": truncated}
+
+    def _read_csv_head(self, args: ReadCsvHeadArgs) -> dict[str, Any]:
+        with self._rows("read_csv_head", args.file) as (columns, rows):
+            head = list(itertools.islice(rows, args.rows))
+        return {"file": args.file, "columns": columns, "rows": head}
+
+    def _filter_csv_rows(self, args: FilterCsvRowsArgs) -> dict[str, Any]:
+        test = _comparison(args.operator, args.value, args.case_sensitive)
+        matched: list[dict[str, str]] = []
+        scanned = 0
+        truncated = False
+        with self._rows("filter_csv_rows", args.file) as (columns, rows):
+            _check_column("filter_csv_rows", args.column, columns)
+            for row in rows:
+                scanned += 1
+                if test(row.get(args.column) or ""):
+                    if len(matched) == args.limit:
+                        truncated = True
+                        break
+                    matched.append(row)
+        return {
+            "file": args.file,
+            "columns": columns,
+            "rows": matched,
+            "truncated": truncated,
+            "rows_scanned": scanned,
+        }
+
+    def _summarize_column(self, args: SummarizeColumnArgs) -> dict[str, Any]:
+        values: list[float] = []
+        missing = 0
+        non_numeric: list[str] = []
+        with self._rows("summarize_column", args.file) as (columns, rows):
+            _check_column("summarize_column", args.column, columns)
+            for row in rows:
+                cell = (row.get(args.column) or "").strip()
+                if not cell:
+                    missing += 1
+                    continue
+                number = _number(cell)
+                if number is None:
+                    non_numeric.append(cell)
+                else:
+                    values.append(number)
+        if not values:
+            raise ToolArgumentError(
+                "summarize_column", "column", f"column {args.column!r} holds no numbers"
+            )
+        return {
+            "file": args.file,
+            "column": args.column,
+            "count": len(values),
+            "missing": missing,
+            "non_numeric": len(non_numeric),
+            "non_numeric_examples": non_numeric[:5],
+            "sum": math.fsum(values),
+            "min": min(values),
+            "max": max(values),
+            "mean": statistics.fmean(values),
+            "median": statistics.median(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+        }
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _csv_files(self, path: str, recursive: bool) -> Iterator[tuple[str, int]]:
+        base = self.root.relative(self.root.resolve(path))
+        with self.root.open_dir(path) as fd:
+            for top, dirs, files, top_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+                for name in sorted(files):
+                    if name.startswith(".") or not name.lower().endswith((".csv", ".tsv")):
+                        continue
+                    rel = os.path.normpath(os.path.join(base, top, name)).replace(os.sep, "/")
+                    info = os.stat(name, dir_fd=top_fd, follow_symlinks=False)
+                    if stat.S_ISLNK(info.st_mode):  # listed only if it stays inside
+                        try:
+                            info = os.stat(self.root.resolve(rel))
+                        except (PathEscapeError, OSError):
+                            continue
+                    if stat.S_ISREG(info.st_mode):
+                        yield rel, info.st_size
+
+    @contextlib.contextmanager
+    def _rows(self, tool: str, file: str) -> Iterator[tuple[list[str], Iterator[dict[str, str]]]]:
+        """The column names and a stream of row records of ``file``."""
+        with self.root.open_file(file) as raw:
+            size = os.fstat(raw.fileno()).st_size
+            if size > self.max_file_bytes:
+                raise ToolArgumentError(
+                    tool,
+                    "file",
+                    f"{file!r} has {size} bytes, more than this driver's limit of "
+                    f"{self.max_file_bytes}",
+                )
+            text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+            sample = text.read(_SNIFF_CHARS)
+            text.seek(0)
+            try:
+                dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(
+                    sample, delimiters=_DELIMITERS
+                )
+            except csv.Error:
+                dialect = csv.excel
+            reader = csv.reader(text, dialect)
+            header = next(reader, None)
+            columns = [name.strip() for name in header or ()]
+            yield columns, (dict(zip(columns, row, strict=False)) for row in reader if row)
+
+
+def _check_column(tool: str, column: str, columns: list[str]) -> None:
+    if column not in columns:
+        raise ToolArgumentError(
+            tool, "column", f"no column {column!r}; the columns are {', '.join(columns)}"
+        )
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a finite number, or ``None``."""
+    if "_" in text:  # float() reads "1_000"; a CSV cell with it is text
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_ORDERINGS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+_TEXT_TESTS: dict[str, Callable[[str, str], bool]] = {
+    "contains": lambda cell, wanted: wanted in cell,
+    "startswith": str.startswith,
+    "endswith": str.endswith,
+}
+
+
+def _comparison(name: str, value: str, case_sensitive: bool) -> Callable[[str], bool]:
+    """A test of one cell against ``value``.
+
+    With a numeric ``value``, the orderings compare numbers and a cell that is not a number
+    matches only ``ne``. Otherwise they compare text.
+    """
+    fold: Callable[[str], str] = (lambda s: s) if case_sensitive else str.casefold
+    wanted = fold(value)
+    if name in _TEXT_TESTS:
+        text_test = _TEXT_TESTS[name]
+        return lambda cell: text_test(fold(cell), wanted)
+    compare = _ORDERINGS[name]
+    wanted_number = _number(value.strip())
+    if wanted_number is None:
+        return lambda cell: compare(fold(cell), wanted)
+
+    def numeric(cell: str) -> bool:
+        number = _number(cell.strip())
+        return compare(number, wanted_number) if number is not None else name == "ne"
+
+    return numeric
