@@ -1,0 +1,46 @@
+"""Set up mcs-host with the bundled drivers and run the main job.
+
+    python3.11 scripts/demo.py
+
+Creates .venv (if missing), installs mcs-host and the drivers in plugins/ into it the way a
+user would (pip, not editable), then runs ``mcs-host list`` in it: discovery from installed
+metadata, without importing any driver.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+
+
+def run(*command: str | Path) -> None:
+    shown = " ".join(str(c) for c in command).replace(str(ROOT) + os.sep, "")
+    print(f"$ {shown}", flush=True)
+    subprocess.run([str(c) for c in command], cwd=ROOT, check=True)
+
+
+def main() -> int:
+    if sys.version_info < (3, 11):  # noqa: UP036 - the user may run any python3
+        print("mcs-host needs Python 3.11 or newer", file=sys.stderr)
+        return 1
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        print(f"creating {VENV.name} with Python {sys.version.split()[0]}", flush=True)
+        venv.create(VENV, with_pip=True)
+    os.environ["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    run(python, "-m", "pip", "install", "-q", ".", *(p.relative_to(ROOT) for p in PLUGINS))
+    mcs_host = VENV / "bin" / "mcs-host"
+    run(mcs_host, "--version")
+    run(mcs_host, "list")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Set up and run the whole test suite on Python 3.11, 3.12 and 3.13.
+
+    python3.11 scripts/test.py              # every version found on this machine
+    python3.11 scripts/test.py 3.12         # only the versions named
+    python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
+
+For each version: a venv in .venvs/py3.X, the host with its test extras and the bundled
+plugins installed editable, then mypy and pytest. ruff (lint and format check) runs once.
+A version whose interpreter is missing is reported as skipped; any failure exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS = ("3.11", "3.12", "3.13")
+PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of ``version`` that runs: on PATH, under pyenv, or in the usual places."""
+    candidates = [shutil.which(f"python{version}")]
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates += sorted(glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"))
+    candidates += [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    for candidate in candidates:
+        if candidate and _reports_version(candidate, version):
+            return candidate
+    return None
+
+
+def _reports_version(executable: str, version: str) -> bool:
+    try:
+        done = subprocess.run(
+            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # e.g. a pyenv shim for a version that is not selected
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+def step(title: str, command: list[str], env: dict[str, str] | None = None) -> bool:
+    print(f"\n==> {title}\n$ {' '.join(command)}", flush=True)
+    started = time.monotonic()
+    ok = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode == 0
+    print(
+        f"<== {title}: {'ok' if ok else 'FAILED'} ({time.monotonic() - started:.1f} s)", flush=True
+    )
+    return ok
+
+
+def venv_python(version: str, interpreter: str) -> Path:
+    """The python of .venvs/py<version>, created if it is missing or broken."""
+    venv = ROOT / ".venvs" / f"py{version}"
+    python = venv / "bin" / "python"
+    if not (python.exists() and _reports_version(str(python), version)):
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
+    return python
+
+
+def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bool) -> bool:
+    python = str(venv_python(version, interpreter))
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    editable = ["-e", ".[test]"]
+    for plugin in PLUGINS:
+        editable += ["-e", str(plugin.relative_to(ROOT))]
+    if not step(f"{version}: install", [python, "-m", "pip", "install", "-q", *editable], env):
+        return False
+    ok = True
+    if lint:
+        ok &= step("ruff check", [python, "-m", "ruff", "check", "."], env)
+        ok &= step("ruff format --check", [python, "-m", "ruff", "format", "--check", "."], env)
+    ok &= step(f"{version}: mypy", [python, "-m", "mypy", "--python-version", version], env)
+    ok &= step(f"{version}: pytest", [python, "-m", "pytest", "-v", *pytest_args], env)
+    return ok
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="*", help=f"Python versions (default: {VERSIONS})")
+    args = parser.parse_args(argv[:split])
+    pytest_args = argv[split + 1 :]
+    results: dict[str, str] = {}
+    lint = True
+    for version in args.versions or VERSIONS:
+        interpreter = find_python(version)
+        if interpreter is None:
+            print(f"\n!!! python{version} not found: SKIPPED (the suite must pass on {version})")
+            results[version] = "skipped: interpreter not found"
+            continue
+        ok = run_version(version, interpreter, pytest_args, lint)
+        lint = False
+        results[version] = "passed" if ok else "FAILED"
+    print("\nSummary")
+    for version, result in results.items():
+        print(f"  Python {version}: {result}")
+    return 0 if all(r != "FAILED" for r in results.values()) and "passed" in results.values() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
