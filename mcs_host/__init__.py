@@ -47,43 +47,8 @@ if TYPE_CHECKING:
     from .kit import parse_arguments, tool_from_model
     from .sandbox import PathEscapeError, Root
 
-_EXPORTS = {
-    "contract": (
-        "CAPABILITY_MIXINS",
-        "CONTRACT_VERSION",
-        "Binding",
-        "ContractError",
-        "DriverContext",
-        "DriverMeta",
-        "DriverResponse",
-        "MCSDriver",
-        "MCSToolDriver",
-        "SupportsAutostart",
-        "SupportsDriverContext",
-        "SupportsHealthcheck",
-        "Tool",
-        "ToolArgumentError",
-        "ToolCallSignaling",
-        "ToolError",
-        "ToolParameter",
-        "TrustManifest",
-        "UnknownToolError",
-        "contract_schemas",
-        "implemented_capabilities",
-        "is_semver",
-    ),
-    "discovery": (
-        "ENTRY_POINT_GROUP",
-        "Candidate",
-        "Discovery",
-        "Problem",
-        "discover",
-        "normalize_name",
-    ),
-    "kit": ("parse_arguments", "tool_from_model"),
-    "sandbox": ("PathEscapeError", "Root"),
-}
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+# Searched in this order for a public name; discovery first, as it needs no pydantic.
+_SUBMODULES = ("discovery", "contract", "kit", "sandbox")
 
 __all__ = [
     "CAPABILITY_MIXINS",
@@ -123,13 +88,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcs_host' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    if name in __all__:
+        for submodule in _SUBMODULES:
+            module = importlib.import_module(f"{__name__}.{submodule}")
+            if name in module.__all__:
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'mcs_host' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+    return sorted(set(globals()) | set(__all__))

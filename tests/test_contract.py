@@ -290,3 +290,10 @@ def test_schema_check_notices_edited_missing_and_stray_files(tmp_path: Any) -> N
         "Old.schema.json",
         "Tool.schema.json",
     ]
+
+
+def test_every_public_name_is_in_a_submodule_all() -> None:
+    from mcs_host import contract, discovery, kit, sandbox
+
+    exported = {*contract.__all__, *discovery.__all__, *kit.__all__, *sandbox.__all__}
+    assert set(mcs_host.__all__) - {"__version__"} == exported
