@@ -23,6 +23,7 @@ __all__ = [
     "Problem",
     "discover",
     "normalize_name",
+    "parse_entry_points",
 ]
 
 ENTRY_POINT_GROUP = "mcs.drivers"
@@ -193,7 +194,26 @@ def _read_entry_points(
         return []
     if not text or group not in text:
         return []
+    entries, bad_lines = parse_entry_points(text, group)
+    for number, line in bad_lines:
+        problems.append(
+            Problem(
+                "invalid-entry-point",
+                f"{installed.metadata_path}/entry_points.txt line {number}: "
+                f"expected 'label = module:object', got {line!r}",
+                distributions=(installed.project,),
+            )
+        )
+    return entries
+
+
+def parse_entry_points(
+    text: str, group: str
+) -> tuple[list[tuple[str, str]], list[tuple[int, str]]]:
+    """The ``(name, value)`` pairs of ``group`` in an ``entry_points.txt``, parsed as
+    ``importlib.metadata`` does, and the ``(line number, line)`` of lines that are not pairs."""
     entries: list[tuple[str, str]] = []
+    bad: list[tuple[int, str]] = []
     section: str | None = None
     for number, raw_line in enumerate(text.splitlines(), 1):
         line = raw_line.strip()
@@ -205,18 +225,11 @@ def _read_entry_points(
         if section != group:
             continue
         name, sep, value = line.partition("=")
-        if not sep:
-            problems.append(
-                Problem(
-                    "invalid-entry-point",
-                    f"{installed.metadata_path}/entry_points.txt line {number}: "
-                    f"expected 'label = module:object', got {line!r}",
-                    distributions=(installed.project,),
-                )
-            )
-            continue
-        entries.append((name.strip(), value.strip()))
-    return entries
+        if sep:
+            entries.append((name.strip(), value.strip()))
+        else:
+            bad.append((number, line))
+    return entries, bad
 
 
 def _candidates(

@@ -1,0 +1,189 @@
+"""The installed-tree digest and scan findings, on wheels and on pip --target installs."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from distbuild import Project, build_wheel, install_target
+
+from mcs_host.integrity import module_files, resolve_module, scan_installed, scan_wheel
+
+pytestmark = pytest.mark.venv
+
+PROJECT = Project(
+    "tree-driver",
+    files={
+        "tree_driver/__init__.py": "X = 1\n",
+        "tree_driver/sub/__init__.py": "",
+        "tree_driver/sub/mod.py": "Y = 2\n",
+        "tree_driver/data.json": "{}\n",
+    },
+)
+
+
+@pytest.fixture
+def wheel(tmp_path: Path, fixture_wheels: Path) -> Path:
+    return build_wheel(PROJECT.write(tmp_path / "src"), tmp_path / "wheels")
+
+
+@pytest.fixture
+def site(tmp_path: Path, wheel: Path) -> Path:
+    return install_target(tmp_path / "site", [wheel])
+
+
+def dist_info(site: Path) -> Path:
+    return site / "tree_driver-1.0.0.dist-info"
+
+
+def codes(site: Path) -> list[tuple[str, str]]:
+    return [(f.code, f.path) for f in scan_installed(dist_info(site)).findings]
+
+
+def test_a_clean_install_matches_its_wheel(site: Path, wheel: Path) -> None:
+    installed, packed = scan_installed(dist_info(site)), scan_wheel(wheel)
+    assert installed.findings == packed.findings == ()
+    assert installed.digest is not None
+    assert packed.digest is not None
+    assert installed.digest == packed.digest
+    assert [e.path for e in installed.digest.entries] == [
+        "tree_driver-1.0.0.dist-info/METADATA",
+        "tree_driver-1.0.0.dist-info/WHEEL",
+        "tree_driver/__init__.py",
+        "tree_driver/data.json",
+        "tree_driver/sub/__init__.py",
+        "tree_driver/sub/mod.py",
+    ]
+    listing = installed.digest.listing.splitlines()
+    assert listing[2].endswith(" 6 tree_driver/__init__.py")
+    assert [m.name for m in module_files(installed.digest)] == [
+        "tree_driver",
+        "tree_driver.sub",
+        "tree_driver.sub.mod",
+    ]
+
+
+def test_missing_resized_and_unhashed_files_are_named(site: Path) -> None:
+    (site / "tree_driver" / "sub" / "mod.py").unlink()
+    (site / "tree_driver" / "data.json").write_text('{"grown": true}\n')
+    record = dist_info(site) / "RECORD"
+    record.write_text(
+        record.read_text().replace(
+            next(
+                line
+                for line in record.read_text().splitlines()
+                if line.startswith("tree_driver/__init__.py")
+            ),
+            "tree_driver/__init__.py,,",
+        )
+    )
+    scan = scan_installed(dist_info(site))
+    assert scan.digest is None
+    assert [(f.code, f.message) for f in scan.findings] == [
+        ("record-invalid", "tree_driver/__init__.py has no hash in RECORD"),
+        ("file-modified", "tree_driver/data.json has 16 bytes, RECORD says 3"),
+        ("file-missing", "tree_driver/sub/mod.py is in RECORD but missing"),
+    ]
+
+
+def test_symlinks_are_not_followed(site: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (site / "tree_driver" / "sub").rename(elsewhere)
+    (site / "tree_driver" / "sub").symlink_to(elsewhere, target_is_directory=True)
+    data = site / "tree_driver" / "data.json"
+    data.unlink()
+    data.symlink_to(tmp_path / "outside.json")
+    (tmp_path / "outside.json").write_text("{}\n")
+    assert codes(site) == [
+        ("not-a-regular-file", "tree_driver/data.json"),
+        ("path-escapes", "tree_driver/sub/__init__.py"),
+        ("path-escapes", "tree_driver/sub/mod.py"),
+    ]
+
+
+def test_unlisted_files_and_directories_in_a_package_are_found(site: Path) -> None:
+    (site / "tree_driver" / "plugin").mkdir()
+    (site / "tree_driver" / "plugin" / "evil.py").write_text("")
+    (site / "tree_driver" / "sub" / "mod.cpython-311-x86_64-linux-gnu.so").write_text("")
+    (site / "tree_driver" / "__pycache__").mkdir(exist_ok=True)  # pip compiled; never a finding
+    (site / "tree_driver" / "__pycache__" / "x.pyc").write_text("")
+    assert codes(site) == [
+        ("file-unlisted", "tree_driver/plugin"),
+        ("file-unlisted", "tree_driver/sub/mod.cpython-311-x86_64-linux-gnu.so"),
+    ]
+
+
+def test_namespace_packages_shared_by_two_distributions_scan_clean(
+    tmp_path: Path, fixture_wheels: Path
+) -> None:
+    wheels = [
+        build_wheel(_namespace_project(name, part, tmp_path), fixture_wheels)
+        for name, part in (("ns-alpha", "alpha"), ("ns-beta", "beta"))
+    ]
+    site = install_target(tmp_path / "site", wheels)
+    for name in ("ns_alpha", "ns_beta"):
+        scan = scan_installed(site / f"{name}-1.0.0.dist-info")
+        assert scan.findings == (), name
+    (site / "nsroot" / "__init__.py").write_text("print('now a regular package')\n")
+    assert [f.path for f in scan_installed(site / "ns_alpha-1.0.0.dist-info").findings] == [
+        "nsroot/__init__.py"
+    ]
+
+
+def _namespace_project(name: str, part: str, tmp_path: Path) -> Path:
+    """A flit project for the namespace portion ``nsroot.<part>``."""
+    src = tmp_path / f"{name}-src"
+    (src / "nsroot" / part).mkdir(parents=True)
+    (src / "nsroot" / part / "__init__.py").write_text("")
+    (src / "pyproject.toml").write_text(
+        "[build-system]\nrequires = ['flit_core>=3.9,<5']\nbuild-backend = 'flit_core.buildapi'\n"
+        f"[project]\nname = '{name}'\nversion = '1.0.0'\ndescription = 'x'\n"
+        f"[tool.flit.module]\nname = 'nsroot.{part}'\n"
+    )
+    return src
+
+
+def test_a_wheel_with_tampered_unlisted_or_missing_members_is_named(
+    wheel: Path, tmp_path: Path
+) -> None:
+    altered = tmp_path / "altered.whl"
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(altered, "w") as out:
+        for info in source.infolist():
+            if info.filename == "tree_driver/sub/mod.py":
+                continue  # listed in RECORD, now missing
+            data = source.read(info.filename)
+            if info.filename == "tree_driver/__init__.py":
+                data = b"X = 2\n"
+            out.writestr(info, data)
+        out.writestr("tree_driver/extra.py", b"")
+    scan = scan_wheel(altered)
+    assert scan.digest is None
+    assert [(f.code, f.path) for f in scan.findings] == [
+        ("file-modified", "tree_driver/__init__.py"),
+        ("file-unlisted", "tree_driver/extra.py"),
+        ("file-missing", "tree_driver/sub/mod.py"),
+    ]
+
+
+def test_resolving_a_module_never_imports_and_names_what_is_missing() -> None:
+    paths = {"a/__init__.py", "a/b/c.py", "ns/pkg/__init__.py", "top.py"}
+    assert resolve_module("a.b.c", paths) == (["a/__init__.py", "a/b/c.py"], None)
+    assert resolve_module("ns.pkg", paths) == (["ns/pkg/__init__.py"], None)
+    assert resolve_module("top", paths) == (["top.py"], None)
+    assert resolve_module("a.x", paths) == (
+        ["a/__init__.py"],
+        "module 'a.x' is not part of the distribution",
+    )
+    assert resolve_module("other.mod", paths) == (
+        [],
+        "package 'other' is not part of the distribution",
+    )
+
+
+def test_scripts_outside_the_site_directory_are_left_out(site: Path) -> None:
+    record = dist_info(site) / "RECORD"
+    record.write_text(record.read_text() + "../../bin/tree-tool,sha256=abc,10\n")
+    assert scan_installed(dist_info(site)).findings == ()
+    assert os.path.isdir(site)
