@@ -1,0 +1,426 @@
+"""The trust index: which drivers exist, which releases are pinned, who may sign new ones.
+
+A registry file is either a plain JSON document (a lock the user controls) or a DSSE envelope
+around one (a shared index): signed by at least ``threshold`` distinct trusted keys, with an
+``expires`` time, and a ``version`` that may never go below the last one this host accepted.
+Several registries merge into one :class:`TrustIndex`; later ones can add releases, keys and
+revocations, and can only narrow versions, never widen them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .discovery import normalize_name
+from .signing import Envelope, PublicKey, SignatureError
+
+__all__ = [
+    "REGISTRY_FORMAT",
+    "REGISTRY_PAYLOAD_TYPE",
+    "DriverEntry",
+    "Pin",
+    "PublisherKey",
+    "Registry",
+    "RegistryError",
+    "RegistrySource",
+    "RegistryState",
+    "TrustIndex",
+    "default_registry_paths",
+    "load_index",
+    "load_registry",
+]
+
+REGISTRY_FORMAT = "mcs-host-registry/1"
+REGISTRY_PAYLOAD_TYPE = "application/vnd.mcs-host.registry+json"
+_SHA256 = r"^[0-9a-f]{64}$"
+
+TrustLabel = Literal["verified", "reference", "community"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Pin(_Strict):
+    """A release's ``installed-tree-v1`` digest, with the file count and bytes it covers."""
+
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$", description="sha256 of the listing.")
+    files: int = Field(ge=0, description="Files in the listing.")
+    bytes: int = Field(ge=0, description="Total size of those files.")
+    wheel_sha256: str | None = Field(
+        default=None, pattern=_SHA256, description="sha256 of the wheel file, if locked from one."
+    )
+
+
+class PublisherKey(_Strict):
+    """A key allowed to sign releases of a driver."""
+
+    key: str = Field(description='"ed25519:<base64 of the raw 32-byte public key>".')
+    name: str | None = Field(default=None, description="Who holds the key.")
+
+    @field_validator("key")
+    @classmethod
+    def _parse(cls, value: str) -> str:
+        PublicKey.parse(value)
+        return value
+
+    @property
+    def public_key(self) -> PublicKey:
+        return PublicKey.parse(self.key)
+
+
+class DriverEntry(_Strict):
+    """What the registry knows about one driver id."""
+
+    distribution: str = Field(description="The distribution that ships it (PEP 503 name).")
+    label: str = Field(description="The entry point name it is installed under.")
+    object: str = Field(description="The entry point value, module:object.")
+    trust: TrustLabel = Field(default="community", description="verified, reference, community.")
+    security_notes: tuple[str, ...] = Field(default=(), description="What users should know.")
+    versions: str | None = Field(
+        default=None, description='Allowed versions, a PEP 440 specifier set (">=1.2,<2").'
+    )
+    minimum_version: str | None = Field(
+        default=None, description="Versions below it are refused: no downgrades."
+    )
+    releases: dict[str, Pin] = Field(default_factory=dict, description="Version -> its pin.")
+    revoked: dict[str, str] = Field(
+        default_factory=dict, description="Version -> why it must never be loaded."
+    )
+    publisher_keys: tuple[PublisherKey, ...] = Field(
+        default=(), description="Keys whose signature on a release is trusted for this driver."
+    )
+
+    @field_validator("distribution")
+    @classmethod
+    def _normalized(cls, value: str) -> str:
+        if normalize_name(value) != value:
+            raise ValueError(f"write the PEP 503 name {normalize_name(value)!r}")
+        return value
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("minimum_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            _version_of(value)
+        return value
+
+    @field_validator("releases", "revoked")
+    @classmethod
+    def _version_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            _version_of(key)
+        return value
+
+    def pin_for(self, version: str) -> Pin | None:
+        wanted = _version_of(version)
+        return next((pin for v, pin in self.releases.items() if Version(v) == wanted), None)
+
+    def revocation(self, version: str) -> str | None:
+        wanted = _version_of(version)
+        return next((why for v, why in self.revoked.items() if Version(v) == wanted), None)
+
+    def refuses_version(self, version: str) -> str | None:
+        """Why ``version`` is outside this entry's allowed versions, or ``None``."""
+        wanted = _version_of(version)
+        if self.minimum_version is not None and wanted < Version(self.minimum_version):
+            return f"{version} is below the minimum version {self.minimum_version}"
+        if self.versions is not None and not SpecifierSet(self.versions).contains(
+            wanted, prereleases=True
+        ):
+            return f"{version} is not among the allowed versions {self.versions}"
+        return None
+
+
+class Registry(_Strict):
+    """A registry document: the plain file, or the payload of a signed envelope."""
+
+    format: Literal["mcs-host-registry/1"] = Field(description="Format identifier.")
+    version: int = Field(default=0, ge=0, description="Goes up with every published change.")
+    expires: datetime | None = Field(
+        default=None, description="After this time the registry is refused (ISO 8601, with zone)."
+    )
+    drivers: dict[str, DriverEntry] = Field(default_factory=dict, description="Driver id -> entry.")
+
+    @field_validator("expires")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give a time zone, e.g. 2027-01-01T00:00:00Z")
+        return value
+
+    def dump(self) -> str:
+        """The JSON text of this registry, as ``lock`` writes it."""
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        data["format"] = self.format
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _version_of(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise ValueError(f"{text!r} is not a valid version") from None
+
+
+class RegistryError(Exception):
+    """A registry cannot be used; the message names the file and ``reason`` is a code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrySource:
+    """Where a registry is read from, and for a signed one, who may sign it."""
+
+    path: str
+    keys: tuple[PublicKey, ...] = ()
+    threshold: int = 1
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies a signed registry's lineage by its trusted keys, not by its path."""
+        ids = ",".join(sorted(key.keyid for key in self.keys))
+        return hashlib.sha256(f"{ids};{self.threshold}".encode()).hexdigest()
+
+
+class RegistryState:
+    """The last version of each signed registry this host accepted, kept in one JSON file."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = os.fspath(path) if path is not None else _default_state_path()
+
+    def last(self, fingerprint: str) -> tuple[int, str] | None:
+        entry = self._read().get(fingerprint)
+        return (int(entry["version"]), str(entry["sha256"])) if entry else None
+
+    def accept(self, fingerprint: str, version: int, sha256: str) -> None:
+        data = self._read()
+        data[fingerprint] = {"version": version, "sha256": sha256}
+        directory = os.path.dirname(self.path)
+        os.makedirs(directory, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=".registry-state-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+        os.replace(temporary, self.path)
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise RegistryError(
+                "state-unreadable", f"{self.path}: cannot read the registry state: {exc}"
+            ) from None
+        return data if isinstance(data, dict) else {}
+
+
+def _default_state_path() -> str:
+    base = os.environ.get("MCS_HOST_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mcs-host"
+    )
+    return os.path.join(base, "registry-state.json")
+
+
+def default_registry_paths(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The registries used when none is given: ``MCS_HOST_REGISTRY`` (``os.pathsep``-separated),
+    else ``./registry.json`` if it exists, else ``$XDG_CONFIG_HOME/mcs-host/registry.json``."""
+    env = os.environ if environ is None else environ
+    if env.get("MCS_HOST_REGISTRY"):
+        return [p for p in env["MCS_HOST_REGISTRY"].split(os.pathsep) if p]
+    local = os.path.abspath("registry.json")
+    if os.path.isfile(local):
+        return [local]
+    config = os.path.join(
+        env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcs-host", "registry.json"
+    )
+    return [config] if os.path.isfile(config) else []
+
+
+def load_registry(
+    source: RegistrySource, state: RegistryState | None = None, now: datetime | None = None
+) -> Registry:
+    """Read and check one registry. Raises :class:`RegistryError` naming the file."""
+    moment = now or datetime.now(UTC)
+    try:
+        with open(source.path, "rb") as f:
+            data = f.read()
+        document = json.loads(data)
+    except OSError as exc:
+        raise RegistryError("unreadable", f"{source.path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise RegistryError("invalid", f"{source.path}: not JSON: {exc}") from None
+    signed = isinstance(document, dict) and "payloadType" in document
+    if signed:
+        payload = _open_envelope(source, data)
+        registry = _parse(source.path, payload)
+        if registry.expires is None:
+            raise RegistryError("invalid", f"{source.path}: a signed registry must set expires")
+    else:
+        registry = _parse(source.path, data)
+    if registry.expires is not None and registry.expires <= moment:
+        raise RegistryError("expired", f"{source.path}: expired at {registry.expires.isoformat()}")
+    if signed:
+        _check_rollback(source, registry, hashlib.sha256(data).hexdigest(), state)
+    return registry
+
+
+def _open_envelope(source: RegistrySource, data: bytes) -> bytes:
+    if not source.keys:
+        raise RegistryError(
+            "no-keys", f"{source.path} is a signed registry: give the keys that may sign it"
+        )
+    try:
+        envelope = Envelope.from_json(data, source.path)
+        envelope.verify(source.keys, source.threshold, source.path)
+    except SignatureError as exc:
+        raise RegistryError(exc.reason, str(exc)) from None
+    if envelope.payload_type != REGISTRY_PAYLOAD_TYPE:
+        raise RegistryError(
+            "invalid", f"{source.path}: payload type {envelope.payload_type!r} is not a registry"
+        )
+    return envelope.payload
+
+
+def _parse(path: str, data: bytes) -> Registry:
+    try:
+        return Registry.model_validate_json(data)
+    except ValidationError as exc:
+        raise RegistryError("invalid", f"{path}: {exc}") from None
+
+
+def _check_rollback(
+    source: RegistrySource, registry: Registry, sha256: str, state: RegistryState | None
+) -> None:
+    state = state if state is not None else RegistryState()
+    last = state.last(source.fingerprint)
+    if last is not None:
+        version, seen = last
+        if registry.version < version:
+            raise RegistryError(
+                "rollback",
+                f"{source.path}: version {registry.version} is older than version {version}, "
+                "which this host already accepted",
+            )
+        if registry.version == version and sha256 != seen:
+            raise RegistryError(
+                "rollback",
+                f"{source.path}: version {version} differs from the version {version} this "
+                "host accepted; a changed registry must raise its version",
+            )
+    state.accept(source.fingerprint, registry.version, sha256)
+
+
+@dataclass(frozen=True, slots=True)
+class TrustIndex:
+    """The merge of several registries."""
+
+    entries: Mapping[str, DriverEntry] = field(default_factory=dict)
+    conflicts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Driver id -> how the registries disagree about it; such a driver is refused."""
+    sources: tuple[str, ...] = ()
+
+    def find(self, driver_id: str | None, project: str) -> tuple[str, DriverEntry] | None:
+        """The entry for ``driver_id``, else the only entry for the distribution ``project``."""
+        if driver_id is not None and driver_id in self.entries:
+            return driver_id, self.entries[driver_id]
+        matches = [(i, e) for i, e in self.entries.items() if e.distribution == project]
+        return matches[0] if len(matches) == 1 else None
+
+    def entries_for(self, project: str) -> list[tuple[str, DriverEntry]]:
+        return sorted((i, e) for i, e in self.entries.items() if e.distribution == project)
+
+    @classmethod
+    def merge(cls, registries: Iterable[tuple[str, Registry]]) -> TrustIndex:
+        merged: dict[str, DriverEntry] = {}
+        conflicts: dict[str, list[str]] = {}
+        sources: list[str] = []
+        for source, registry in registries:
+            sources.append(source)
+            for driver_id, entry in registry.drivers.items():
+                if driver_id not in merged:
+                    merged[driver_id] = entry
+                    continue
+                combined, problems = _combine(merged[driver_id], entry, source)
+                merged[driver_id] = combined
+                conflicts.setdefault(driver_id, []).extend(problems)
+        return cls(
+            merged,
+            {k: tuple(v) for k, v in conflicts.items() if v},
+            tuple(sources),
+        )
+
+
+def _combine(first: DriverEntry, later: DriverEntry, source: str) -> tuple[DriverEntry, list[str]]:
+    problems = [
+        f"{source} says {name} {getattr(later, name)!r}, "
+        f"an earlier registry {getattr(first, name)!r}"
+        for name in ("distribution", "object")
+        if getattr(first, name) != getattr(later, name)
+    ]
+    releases = dict(first.releases)
+    for version, pin in later.releases.items():
+        known = first.pin_for(version)
+        if known is None:
+            releases[version] = pin
+        elif known.digest != pin.digest:
+            problems.append(
+                f"{source} pins {version} as {pin.digest}, an earlier one as {known.digest}"
+            )
+    specifiers = [s for s in (first.versions, later.versions) if s]
+    minimums = [m for m in (first.minimum_version, later.minimum_version) if m]
+    keys = {k.key: k for k in (*first.publisher_keys, *later.publisher_keys)}
+    combined = first.model_copy(
+        update={
+            "releases": releases,
+            "revoked": {**later.revoked, **first.revoked},
+            "versions": ",".join(specifiers) or None,
+            "minimum_version": max(minimums, key=Version) if minimums else None,
+            "publisher_keys": tuple(keys.values()),
+            "security_notes": tuple(dict.fromkeys((*first.security_notes, *later.security_notes))),
+        }
+    )
+    return combined, problems
+
+
+def load_index(
+    sources: Sequence[RegistrySource],
+    state: RegistryState | None = None,
+    now: datetime | None = None,
+) -> tuple[TrustIndex, tuple[RegistryError, ...]]:
+    """Load and merge ``sources``; a registry that fails is left out and its error returned."""
+    loaded: list[tuple[str, Registry]] = []
+    errors: list[RegistryError] = []
+    for source in sources:
+        try:
+            loaded.append((source.path, load_registry(source, state, now)))
+        except RegistryError as exc:
+            errors.append(exc)
+    return TrustIndex.merge(loaded), tuple(errors)

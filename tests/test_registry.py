@@ -1,0 +1,229 @@
+"""The registry model, signed envelopes, rollback state and merging, in this process."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from mcs_host.registry import (
+    REGISTRY_PAYLOAD_TYPE,
+    DriverEntry,
+    Registry,
+    RegistryError,
+    RegistrySource,
+    RegistryState,
+    TrustIndex,
+    default_registry_paths,
+    load_index,
+    load_registry,
+)
+from mcs_host.signing import Envelope, PrivateKey, PublicKey, SignatureError, pae
+
+DIGEST_A = "sha256:" + "a" * 64
+DIGEST_B = "sha256:" + "b" * 64
+
+
+def entry(**fields: Any) -> dict[str, Any]:
+    return {"distribution": "acme-weather", "label": "weather", "object": "acme:Driver", **fields}
+
+
+def registry(**fields: Any) -> dict[str, Any]:
+    return {"format": "mcs-host-registry/1", "drivers": {"id-1": entry()}, **fields}
+
+
+def test_pae_is_the_dsse_encoding() -> None:
+    assert pae("t/x", b"hello") == b"DSSEv1 3 t/x 5 hello"
+
+
+def test_public_keys_parse_print_and_refuse_garbage() -> None:
+    key = PrivateKey.generate().public_key
+    assert PublicKey.parse(str(key)) == key
+    assert len(key.keyid) == 64
+    for bad, why in (
+        ("rsa:AAAA", "does not start with"),
+        ("ed25519:!!", "not valid base64"),
+        ("ed25519:AAAA", "has 3 bytes, not 32"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            PublicKey.parse(bad)
+
+
+def test_a_threshold_counts_distinct_trusted_keys() -> None:
+    a, b, c = (PrivateKey.generate() for _ in range(3))
+    trusted = [a.public_key, b.public_key]
+    two = Envelope.sign(b"payload", "t", [a, b])
+    assert {k.keyid for k in two.verify(trusted, 2, "x")} == {k.keyid for k in trusted}
+    twice = Envelope("t", b"payload", Envelope.sign(b"payload", "t", [a]).signatures * 2)
+    with pytest.raises(SignatureError, match="1 valid from distinct trusted keys, 1 more by a key"):
+        twice.verify(trusted, 2, "x")
+    outsider = Envelope.sign(b"payload", "t", [a, c])
+    with pytest.raises(SignatureError, match="1 by keys not trusted here"):
+        outsider.verify(trusted, 2, "x")
+    tampered = Envelope("t", b"payload!", two.signatures)
+    with pytest.raises(SignatureError, match=r"0 valid .*2 invalid"):
+        tampered.verify(trusted, 1, "x")
+    retyped = Envelope("other/type", b"payload", two.signatures)
+    with pytest.raises(SignatureError, match=r"0 valid .*2 invalid") as caught:
+        retyped.verify(trusted, 1, "x")  # the type is signed too
+    assert caught.value.reason == "under-signed"
+
+
+def test_envelopes_round_trip_and_malformed_ones_are_named() -> None:
+    key = PrivateKey.generate()
+    envelope = Envelope.sign(b"{}", REGISTRY_PAYLOAD_TYPE, [key])
+    assert Envelope.from_json(json.dumps(envelope.to_json()), "e") == envelope
+    with pytest.raises(SignatureError, match=r"index\.json: not a DSSE envelope"):
+        Envelope.from_json('{"payload": "%%%", "signatures": []}', "index.json")
+
+
+def test_registry_entries_are_validated_by_field() -> None:
+    with pytest.raises(ValidationError, match="write the PEP 503 name 'acme-weather'"):
+        DriverEntry.model_validate(entry(distribution="Acme_Weather"))
+    with pytest.raises(ValidationError, match="versions"):
+        DriverEntry.model_validate(entry(versions=">>1"))
+    with pytest.raises(ValidationError, match="'one' is not a valid version"):
+        DriverEntry.model_validate(
+            entry(releases={"one": {"digest": DIGEST_A, "files": 1, "bytes": 1}})
+        )
+    with pytest.raises(ValidationError, match="give a time zone"):
+        Registry.model_validate(registry(expires="2030-01-01T00:00:00"))
+
+
+def test_versions_minimum_and_revocations() -> None:
+    e = DriverEntry.model_validate(
+        entry(
+            versions=">=1.0,<2",
+            minimum_version="1.2",
+            revoked={"1.3.0": "bad"},
+            releases={"1.2": {"digest": DIGEST_A, "files": 1, "bytes": 1}},
+        )
+    )
+    assert e.refuses_version("1.1.9") == "1.1.9 is below the minimum version 1.2"
+    assert e.refuses_version("2.0.0") == "2.0.0 is not among the allowed versions >=1.0,<2"
+    assert e.refuses_version("1.5.0") is None
+    assert e.revocation("1.3") == "bad"
+    pin = e.pin_for("1.2.0")
+    assert pin is not None
+    assert pin.digest == DIGEST_A
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def signed(path: Path, document: dict[str, Any], keys: list[PrivateKey]) -> Path:
+    envelope = Envelope.sign(json.dumps(document).encode(), REGISTRY_PAYLOAD_TYPE, keys)
+    return write(path, envelope.to_json())
+
+
+def test_plain_registries_load_and_expire(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.json", registry(expires="2030-01-01T00:00:00Z"))
+    loaded = load_registry(RegistrySource(str(path)), now=datetime(2029, 1, 1, tzinfo=UTC))
+    assert list(loaded.drivers) == ["id-1"]
+    with pytest.raises(RegistryError, match=r"r\.json: expired at 2030-01-01T00:00:00\+00:00"):
+        load_registry(RegistrySource(str(path)), now=datetime(2031, 1, 1, tzinfo=UTC))
+
+
+def test_signed_registries_need_keys_expiry_and_a_rising_version(tmp_path: Path) -> None:
+    a, b = PrivateKey.generate(), PrivateKey.generate()
+    keys = (a.public_key, b.public_key)
+    state = RegistryState(tmp_path / "state.json")
+    doc = registry(version=2, expires="2999-01-01T00:00:00Z")
+    path = signed(tmp_path / "s.json", doc, [a, b])
+    with pytest.raises(RegistryError, match="is a signed registry: give the keys"):
+        load_registry(RegistrySource(str(path)), state)
+    assert load_registry(RegistrySource(str(path), keys, 2), state).version == 2
+    assert load_registry(RegistrySource(str(path), keys, 2), state).version == 2  # same again: fine
+    older = signed(tmp_path / "old.json", {**doc, "version": 1}, [a, b])
+    with pytest.raises(RegistryError, match="version 1 is older than version 2") as caught:
+        load_registry(RegistrySource(str(older), keys, 2), state)
+    assert caught.value.reason == "rollback"
+    changed = signed(tmp_path / "changed.json", {**doc, "drivers": {}}, [a, b])
+    with pytest.raises(RegistryError, match="a changed registry must raise its version"):
+        load_registry(RegistrySource(str(changed), keys, 2), state)
+    undated = signed(tmp_path / "undated.json", registry(version=3), [a, b])
+    with pytest.raises(RegistryError, match="a signed registry must set expires"):
+        load_registry(RegistrySource(str(undated), keys, 2), state)
+    # the state is per key set, not per path: a copy elsewhere is still a replay
+    moved = tmp_path / "moved.json"
+    moved.write_bytes(older.read_bytes())
+    with pytest.raises(RegistryError, match="older"):
+        load_registry(RegistrySource(str(moved), keys, 2), state)
+
+
+def test_load_index_leaves_out_a_broken_registry_and_says_why(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", registry())
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    index, errors = load_index([RegistrySource(str(good)), RegistrySource(str(broken))])
+    assert list(index.entries) == ["id-1"]
+    ((error),) = errors
+    assert error.reason == "invalid"
+    assert str(error).startswith(f"{broken}: not JSON")
+
+
+def test_merging_adds_and_narrows_but_never_widens() -> None:
+    first = Registry.model_validate(
+        registry(
+            drivers={
+                "id-1": entry(
+                    versions=">=1",
+                    minimum_version="1.1",
+                    releases={"1.1": {"digest": DIGEST_A, "files": 1, "bytes": 1}},
+                )
+            }
+        )
+    )
+    second = Registry.model_validate(
+        registry(
+            drivers={
+                "id-1": entry(
+                    versions="<3",
+                    minimum_version="1.4",
+                    revoked={"1.5": "x"},
+                    releases={"1.6": {"digest": DIGEST_B, "files": 2, "bytes": 2}},
+                )
+            }
+        )
+    )
+    index = TrustIndex.merge([("first", first), ("second", second)])
+    merged = index.entries["id-1"]
+    assert merged.versions == ">=1,<3"
+    assert merged.minimum_version == "1.4"
+    assert merged.revoked == {"1.5": "x"}
+    assert sorted(merged.releases) == ["1.1", "1.6"]
+    assert index.conflicts == {}
+    clash = Registry.model_validate(
+        registry(
+            drivers={
+                "id-1": entry(
+                    distribution="acme-wheather",
+                    releases={"1.1": {"digest": DIGEST_B, "files": 1, "bytes": 1}},
+                )
+            }
+        )
+    )
+    conflicts = TrustIndex.merge([("first", first), ("third", clash)]).conflicts["id-1"]
+    assert conflicts == (
+        "third says distribution 'acme-wheather', an earlier registry 'acme-weather'",
+        f"third pins 1.1 as {DIGEST_B}, an earlier one as {DIGEST_A}",
+    )
+
+
+def test_default_registry_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert default_registry_paths({"XDG_CONFIG_HOME": str(tmp_path / "cfg")}) == []
+    config = tmp_path / "cfg" / "mcs-host" / "registry.json"
+    config.parent.mkdir(parents=True)
+    config.write_text("{}")
+    assert default_registry_paths({"XDG_CONFIG_HOME": str(tmp_path / "cfg")}) == [str(config)]
+    (tmp_path / "registry.json").write_text("{}")
+    assert default_registry_paths({}) == [str(tmp_path / "registry.json")]
+    env = {"MCS_HOST_REGISTRY": "/a.json:/b.json"}
+    assert default_registry_paths(env) == ["/a.json", "/b.json"]
