@@ -12,16 +12,18 @@ import re
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "CAPABILITY_MIXINS",
     "CONTRACT_VERSION",
+    "MANIFEST_FILE",
     "Binding",
     "ContractError",
     "DriverContext",
+    "DriverManifest",
     "DriverMeta",
     "DriverResponse",
     "MCSDriver",
@@ -213,6 +215,24 @@ class DriverMeta(_Model):
     def has_capability(self, name: str) -> bool:
         """Return whether the capability ``name`` is declared."""
         return name in self.capabilities
+
+
+MANIFEST_FILE = "mcs-driver.json"
+"""The static manifest a driver package ships beside its entry point module."""
+
+
+class DriverManifest(_Model):
+    """The ``mcs-driver.json`` a driver package ships: each driver's meta, readable unimported.
+
+    Keys of ``drivers`` are the entry point objects (``FilesToolDriver`` for
+    ``mcs_host_files:FilesToolDriver``). The file is covered by the installed-tree digest, and
+    after import the driver's runtime ``meta`` must equal the manifest's.
+    """
+
+    format: Literal["mcs-driver-manifest/1"] = Field(
+        default="mcs-driver-manifest/1", description="Format identifier."
+    )
+    drivers: dict[str, DriverMeta] = Field(description="Entry point object -> its DriverMeta.")
 
 
 class _Renamed:
@@ -472,6 +492,7 @@ _SCHEMA_MODELS: tuple[type[BaseModel], ...] = (
     Binding,
     TrustManifest,
     DriverMeta,
+    DriverManifest,
     ToolParameter,
     Tool,
     DriverResponse,

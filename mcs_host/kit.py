@@ -9,14 +9,23 @@ Declare a tool's arguments once as a pydantic model; :func:`tool_from_model` tur
 from __future__ import annotations
 
 import copy
+import importlib.resources
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .contract import Tool, ToolArgumentError, ToolParameter
+from .contract import (
+    MANIFEST_FILE,
+    ContractError,
+    DriverManifest,
+    DriverMeta,
+    Tool,
+    ToolArgumentError,
+    ToolParameter,
+)
 
-__all__ = ["parse_arguments", "tool_from_model"]
+__all__ = ["manifest_meta", "parse_arguments", "tool_from_model"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _MESSAGES = {"extra_forbidden": "unexpected argument", "missing": "required argument is missing"}
@@ -69,6 +78,22 @@ def parse_arguments(tool_name: str, model: type[_M], arguments: Mapping[str, Any
         if extra:
             message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
         raise ToolArgumentError(tool_name, where, message) from None
+
+
+def manifest_meta(package: str | None, name: str) -> DriverMeta:
+    """The meta of driver ``name`` in the ``mcs-driver.json`` that ``package`` ships.
+
+    A driver that takes its ``meta`` from here always agrees with the manifest the host
+    reads before importing it.
+    """
+    if not package:
+        raise ContractError("manifest_meta needs the driver's package, e.g. __package__")
+    data = importlib.resources.files(package).joinpath(MANIFEST_FILE).read_bytes()
+    manifest = DriverManifest.model_validate_json(data)
+    try:
+        return manifest.drivers[name]
+    except KeyError:
+        raise ContractError(f"{package}/{MANIFEST_FILE} declares no driver {name!r}") from None
 
 
 def _inline(schema: Any, definitions: Mapping[str, Any]) -> Any:

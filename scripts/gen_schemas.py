@@ -1,4 +1,6 @@
-"""Write the MCS contract's JSON Schemas into mcs_host/schemas/, or check they are current.
+"""Write the published JSON Schemas into mcs_host/schemas/, or check they are current.
+
+The MCS contract's types, the registry file and the signed release statement.
 
 python scripts/gen_schemas.py          # rewrite the files
 python scripts/gen_schemas.py --check  # exit 1 if a file differs from the models
@@ -11,9 +13,29 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from mcs_host.contract import contract_schemas
+from mcs_host.registry import Registry
+from mcs_host.release import ReleaseStatement
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "mcs_host" / "schemas"
+
+
+def published_schemas() -> dict[str, dict[str, object]]:
+    """Every published schema by file name."""
+    schemas: dict[str, dict[str, object]] = dict(contract_schemas())
+    others: tuple[tuple[type[BaseModel], str], ...] = (
+        (Registry, "urn:mcs-host:registry:1"),
+        (ReleaseStatement, "urn:mcs-host:release-statement:1"),
+    )
+    for model, urn in others:
+        schemas[f"{model.__name__}.schema.json"] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": urn,
+            **model.model_json_schema(),
+        }
+    return schemas
 
 
 def render(schema: dict[str, object]) -> str:
@@ -23,7 +45,7 @@ def render(schema: dict[str, object]) -> str:
 
 def stale(directory: Path = SCHEMA_DIR) -> list[str]:
     """File names under ``directory`` that are missing, differ, or are not generated."""
-    expected = {name: render(schema) for name, schema in contract_schemas().items()}
+    expected = {name: render(schema) for name, schema in published_schemas().items()}
     present = {p.name for p in directory.glob("*.schema.json")}
     wrong = [
         name
@@ -43,11 +65,11 @@ def main() -> int:
             print(f"{SCHEMA_DIR / name}: out of date; run python scripts/gen_schemas.py")
         return 1 if out_of_date else 0
     SCHEMA_DIR.mkdir(exist_ok=True)
-    for name, schema in contract_schemas().items():
+    for name, schema in published_schemas().items():
         (SCHEMA_DIR / name).write_text(render(schema), "utf-8")
     for name in out_of_date:
         path = SCHEMA_DIR / name
-        if name not in contract_schemas():
+        if name not in published_schemas():
             path.unlink()
         print(f"wrote {path}" if path.exists() else f"removed {path}")
     return 0

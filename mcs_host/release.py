@@ -1,0 +1,362 @@
+"""Releases: what a wheel or an installed distribution holds, publisher signatures, and locks.
+
+A release is described from its files alone: the ``installed-tree-v1`` digest, its entry points
+in ``mcs.drivers`` and, for each, the driver meta in the ``mcs-driver.json`` manifest beside the
+entry point module. ``sign_wheel`` adds a DSSE-signed statement of that description to the
+wheel's ``*.dist-info`` (a file the digest leaves out, so the digest does not change and the
+wheel stays installable). ``lock`` writes the digests into a plain registry file as pins.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import email.parser
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
+from .discovery import ENTRY_POINT_GROUP, Candidate, normalize_name, parse_entry_points
+from .integrity import SIGNATURE_FILE, TreeScan, resolve_module, scan_installed, scan_wheel
+from .registry import DriverEntry, Pin, Registry, RegistryError
+from .signing import Envelope, PrivateKey
+
+__all__ = [
+    "RELEASE_PAYLOAD_TYPE",
+    "Release",
+    "ReleaseDriver",
+    "ReleaseStatement",
+    "lock",
+    "release_from_installed",
+    "release_from_wheel",
+    "sign_wheel",
+]
+
+RELEASE_PAYLOAD_TYPE = "application/vnd.mcs-host.release+json"
+
+
+class ReleaseDriver(BaseModel):
+    """One driver of a release: its entry point, id and trust manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str = Field(description="Entry point name.")
+    object: str = Field(description="Entry point value, module:object.")
+    id: str = Field(description="The driver's id (DriverMeta.id).")
+    trust: TrustManifest | None = Field(default=None, description="Its trust manifest.")
+
+
+class ReleaseStatement(BaseModel):
+    """What a publisher signs: this distribution and version has this digest and these drivers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["mcs-host-release/1"] = "mcs-host-release/1"
+    distribution: str
+    version: str
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    files: int
+    bytes: int
+    drivers: tuple[ReleaseDriver, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A distribution release described from its files, installed or in a wheel."""
+
+    distribution: str
+    version: str
+    scan: TreeScan
+    entry_points: tuple[tuple[str, str], ...]
+    """``(label, module:object)`` in the ``mcs.drivers`` group."""
+    metas: Mapping[str, DriverMeta]
+    """Label -> the meta its manifest declares (labels without a manifest are absent)."""
+    problems: tuple[str, ...]
+    wheel_sha256: str | None = None
+
+    @property
+    def project(self) -> str:
+        return normalize_name(self.distribution)
+
+    def pin(self) -> Pin:
+        if self.scan.digest is None or self.scan.findings:
+            raise ValueError(f"{self.distribution} {self.version}: {self._why_not()}")
+        return Pin(
+            digest=self.scan.digest.digest,
+            files=self.scan.digest.files,
+            bytes=self.scan.digest.bytes,
+            wheel_sha256=self.wheel_sha256,
+        )
+
+    def statement(self, ids: Mapping[str, str] | None = None) -> ReleaseStatement:
+        """The statement to sign; ``ids`` gives label -> id for drivers without a manifest."""
+        pin = self.pin()
+        drivers = []
+        for label, value in self.entry_points:
+            meta = self.metas.get(label)
+            driver_id = meta.id if meta is not None else (ids or {}).get(label)
+            if driver_id is None:
+                raise ValueError(
+                    f"{self.distribution} {self.version}: driver {label!r} ships no "
+                    f"{MANIFEST_FILE}; give its id"
+                )
+            trust = meta.trust if meta is not None else None
+            drivers.append(ReleaseDriver(label=label, object=value, id=driver_id, trust=trust))
+        return ReleaseStatement(
+            distribution=self.distribution,
+            version=self.version,
+            digest=pin.digest,
+            files=pin.files,
+            bytes=pin.bytes,
+            drivers=tuple(drivers),
+        )
+
+    def _why_not(self) -> str:
+        if self.scan.findings:
+            return "; ".join(f.message for f in self.scan.findings[:5])
+        return "its files could not all be read"
+
+
+def _describe(
+    distribution: str,
+    version: str,
+    scan: TreeScan,
+    entry_points_text: str | None,
+    read: Callable[[str], bytes],
+    wheel_sha256: str | None = None,
+) -> Release:
+    problems: list[str] = []
+    entries, bad = parse_entry_points(entry_points_text or "", ENTRY_POINT_GROUP)
+    problems += [f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad]
+    listed = {e.path for e in scan.digest.entries} if scan.digest is not None else set()
+    metas: dict[str, DriverMeta] = {}
+    manifests: dict[str, DriverManifest | None] = {}
+    for label, value in entries:
+        module, _, attr = value.partition(":")
+        files, problem = resolve_module(module.strip(), listed)
+        if problem:
+            problems.append(f"driver {label!r}: {problem}")
+            continue
+        directory = files[-1].rpartition("/")[0]
+        path = f"{directory}/{MANIFEST_FILE}" if directory else MANIFEST_FILE
+        if path not in manifests:
+            manifests[path] = _manifest(path, listed, read, problems)
+        manifest = manifests[path]
+        if manifest is not None and attr.strip() in manifest.drivers:
+            metas[label] = manifest.drivers[attr.strip()]
+    return Release(
+        distribution, version, scan, tuple(entries), metas, tuple(problems), wheel_sha256
+    )
+
+
+def _manifest(
+    path: str, listed: set[str], read: Callable[[str], bytes], problems: list[str]
+) -> DriverManifest | None:
+    if path not in listed:
+        return None
+    try:
+        return DriverManifest.model_validate_json(read(path))
+    except (ValidationError, OSError, ValueError) as exc:
+        problems.append(f"{path} is not a valid driver manifest: {exc}")
+        return None
+
+
+def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
+    """Describe a wheel file without installing it."""
+    path = os.fspath(wheel)
+    scan = scan_wheel(path)
+    with open(path, "rb") as f:
+        wheel_sha256 = hashlib.sha256(f.read()).hexdigest()
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        dist_info = next(
+            n.split("/")[0]
+            for n in names
+            if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+        )
+        metadata = email.parser.BytesParser().parsebytes(archive.read(f"{dist_info}/METADATA"))
+        ep_name = f"{dist_info}/entry_points.txt"
+        entry_points = archive.read(ep_name).decode("utf-8") if ep_name in names else None
+
+        def read(member: str) -> bytes:
+            return archive.read(member)
+
+        return _describe(
+            str(metadata["Name"]),
+            str(metadata["Version"]),
+            scan,
+            entry_points,
+            read,
+            wheel_sha256,
+        )
+
+
+def release_from_installed(metadata_path: str, distribution: str, version: str) -> Release:
+    """Describe an installed distribution from its ``*.dist-info`` directory."""
+    scan = scan_installed(metadata_path)
+    base = os.path.dirname(os.path.realpath(metadata_path))
+    hashes = {e.path: e.sha256 for e in scan.digest.entries} if scan.digest else {}
+
+    def read(path: str) -> bytes:
+        with open(os.path.join(base, *path.split("/")), "rb") as f:
+            data = f.read()
+        if hashlib.sha256(data).hexdigest() != hashes.get(path):
+            raise ValueError(f"{path} changed after it was hashed")
+        return data
+
+    try:
+        with open(os.path.join(metadata_path, "entry_points.txt"), encoding="utf-8") as f:
+            entry_points: str | None = f.read()
+    except FileNotFoundError:
+        entry_points = None
+    return _describe(distribution, version, scan, entry_points, read)
+
+
+def sign_wheel(
+    wheel: str | os.PathLike[str],
+    key: PrivateKey,
+    ids: Mapping[str, str] | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> ReleaseStatement:
+    """Sign the wheel's release statement with ``key``, in place or into ``output``.
+
+    The signature goes into ``*.dist-info/mcs-signature.json`` and RECORD gains its row. A wheel
+    already signed for the same statement gains this signature beside the others.
+    """
+    source = os.fspath(wheel)
+    release = release_from_wheel(source)
+    if release.problems:
+        raise ValueError(f"{source}: {'; '.join(release.problems)}")
+    statement = release.statement(ids)
+    payload = statement.model_dump_json().encode("utf-8")
+    with zipfile.ZipFile(source) as archive:
+        dist_info = next(
+            n.split("/")[0]
+            for n in archive.namelist()
+            if n.count("/") == 1 and n.endswith(".dist-info/RECORD")
+        )
+        signature_name = f"{dist_info}/{SIGNATURE_FILE}"
+        envelope = Envelope(RELEASE_PAYLOAD_TYPE, payload)
+        if signature_name in archive.namelist():
+            existing = Envelope.from_json(archive.read(signature_name), signature_name)
+            if existing.payload != payload:
+                raise ValueError(f"{source} is already signed for a different statement")
+            envelope = existing
+        envelope = envelope.add_signatures([key])
+        signature = (json.dumps(envelope.to_json(), indent=2) + "\n").encode("utf-8")
+        _rewrite_wheel(archive, dist_info, signature_name, signature, output or source)
+    return statement
+
+
+def _rewrite_wheel(
+    archive: zipfile.ZipFile,
+    dist_info: str,
+    signature_name: str,
+    signature: bytes,
+    destination: str | os.PathLike[str],
+) -> None:
+    record_name = f"{dist_info}/RECORD"
+    rows = [
+        row
+        for row in csv.reader(io.StringIO(archive.read(record_name).decode("utf-8")))
+        if row and row[0] not in (signature_name, record_name)
+    ]
+    digest = base64.urlsafe_b64encode(hashlib.sha256(signature).digest()).rstrip(b"=").decode()
+    rows += [[signature_name, f"sha256={digest}", str(len(signature))], [record_name, "", ""]]
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    directory = os.path.dirname(os.path.abspath(destination))
+    fd, temporary = tempfile.mkstemp(dir=directory, suffix=".whl")
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in archive.infolist():
+                if info.filename not in (signature_name, record_name):
+                    out.writestr(info, archive.read(info.filename))
+            template = archive.getinfo(record_name)
+            for name, data in (
+                (signature_name, signature),
+                (record_name, text.getvalue().encode()),
+            ):
+                member = zipfile.ZipInfo(name, date_time=template.date_time)
+                member.external_attr = template.external_attr
+                member.compress_type = zipfile.ZIP_DEFLATED
+                out.writestr(member, data)
+        os.replace(temporary, destination)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def release_from_candidates(candidates: Iterable[Candidate]) -> list[Release]:
+    """One release per installed distribution among ``candidates``."""
+    seen: dict[str, Candidate] = {}
+    for candidate in candidates:
+        seen.setdefault(candidate.metadata_path, candidate)
+    return [
+        release_from_installed(c.metadata_path, c.distribution, c.version) for c in seen.values()
+    ]
+
+
+def lock(
+    registry: Registry,
+    releases: Sequence[Release],
+    *,
+    labels: Sequence[str] = (),
+    ids: Mapping[str, str] | None = None,
+    trust: Literal["verified", "reference", "community"] = "community",
+    replace: bool = False,
+) -> Registry:
+    """``registry`` with pins for the drivers of ``releases`` (only ``labels``, if given).
+
+    Existing entries keep their trust label, notes, keys and other releases; a driver id whose
+    entry names another distribution is refused, as that is how a typosquat would be locked. A
+    version already pinned with another digest is refused unless ``replace`` is true.
+    """
+    drivers = dict(registry.drivers)
+    for release in releases:
+        if release.problems:
+            raise ValueError(
+                f"{release.distribution} {release.version}: {'; '.join(release.problems)}"
+            )
+        pin = release.pin()
+        for label, value in release.entry_points:
+            if labels and label not in labels:
+                continue
+            meta = release.metas.get(label)
+            driver_id = meta.id if meta is not None else (ids or {}).get(label)
+            if driver_id is None:
+                raise ValueError(
+                    f"{release.distribution}: driver {label!r} ships no {MANIFEST_FILE}; "
+                    "give its id"
+                )
+            entry = drivers.get(driver_id) or DriverEntry(
+                distribution=release.project, label=label, object=value, trust=trust
+            )
+            if entry.distribution != release.project:
+                raise RegistryError(
+                    "typosquat",
+                    f"driver id {driver_id} belongs to {entry.distribution} in the registry, "
+                    f"not to {release.project}",
+                )
+            known = entry.pin_for(release.version)
+            if known is not None and known.digest != pin.digest and not replace:
+                raise RegistryError(
+                    "pinned",
+                    f"{release.distribution} {release.version} is already pinned as "
+                    f"{known.digest}, these files are {pin.digest}; a rebuild with other "
+                    "contents should get a new version (or lock with replace)",
+                )
+            drivers[driver_id] = entry.model_copy(
+                update={"object": value, "releases": {**entry.releases, release.version: pin}}
+            )
+    return registry.model_copy(update={"drivers": dict(sorted(drivers.items()))})
