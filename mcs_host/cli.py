@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from . import __version__
 from .discovery import Candidate, Discovery, discover
+
+if TYPE_CHECKING:
+    from .registry import RegistryError, TrustIndex, TrustLabel
+    from .verification import Verification
 
 app = typer.Typer(
     name="mcs-host",
@@ -41,19 +46,63 @@ def _root(
     """Discover, verify, load and orchestrate MCS drivers."""
 
 
-@app.command("list")
-def list_drivers(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    path: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--path",
-            help="Search this directory instead of sys.path (repeatable).",
-            metavar="DIR",
-            file_okay=False,
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+SearchPathOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--path",
+        help="Search this directory instead of sys.path (repeatable).",
+        metavar="DIR",
+        file_okay=False,
+    ),
+]
+LabelsArgument = Annotated[
+    list[str] | None, typer.Argument(help="Driver labels (default: all).", show_default=False)
+]
+RegistryOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--registry",
+        help=(
+            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else ./registry.json, "
+            "else ~/.config/mcs-host/registry.json."
         ),
-    ] = None,
-) -> None:
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+RegistryKeyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--registry-key",
+        help="A public key (ed25519:...) that may sign the signed registries (repeatable).",
+        metavar="KEY",
+    ),
+]
+ThresholdOption = Annotated[
+    int,
+    typer.Option("--threshold", min=1, help="Signatures by distinct keys a signed registry needs."),
+]
+AllowUnverifiedOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unverified",
+        envvar="MCS_HOST_ALLOW_UNVERIFIED",
+        help="Allow drivers no registry pins or signs. For development only.",
+    ),
+]
+AllowExtensionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-extensions",
+        envvar="MCS_HOST_ALLOW_EXTENSIONS",
+        help="Allow drivers that ship extension modules (not re-checked at import).",
+    ),
+]
+
+
+@app.command("list")
+def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
     """List the installed drivers from their metadata, without importing any of them."""
     found = discover(path)
     if as_json:
@@ -123,6 +172,325 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in (headers, *rows)
     ]
+
+
+def _load_trust(
+    registries: Sequence[Path] | None, keys: Sequence[str] | None, threshold: int
+) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
+    from .registry import RegistrySource, default_registry_paths, load_index
+    from .signing import PublicKey
+
+    try:
+        public = tuple(PublicKey.parse(key) for key in keys or ())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--registry-key") from None
+    paths = [os.fspath(p) for p in registries] if registries else default_registry_paths()
+    index, errors = load_index([RegistrySource(p, public, threshold) for p in paths])
+    return index, errors, paths
+
+
+@app.command("verify")
+def verify_drivers(
+    labels: LabelsArgument = None,
+    as_json: JsonOption = False,
+    path: SearchPathOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = 1,
+    allow_unverified: AllowUnverifiedOption = False,
+    allow_extensions: AllowExtensionsOption = False,
+) -> None:
+    """Check each driver's installed files against the registries, without importing it.
+
+    Exits 1 when a requested driver may not be loaded.
+    """
+    from .verification import TrustPolicy, verify
+
+    index, errors, paths = _load_trust(registry, registry_key, threshold)
+    found = discover(path)
+    wanted = list(labels or ())
+    missing = [label for label in wanted if not found.get(label)]
+    policy = TrustPolicy(allow_unverified=allow_unverified, allow_extensions=allow_extensions)
+    results = verify(found, index, policy, wanted)
+    if as_json:
+        typer.echo(json.dumps(_verify_json(paths, errors, results, missing), indent=2))
+    else:
+        typer.echo(_verify_text(paths, errors, results, missing))
+    if missing or any(not r.allowed for r in results):
+        raise typer.Exit(1)
+
+
+def _verify_json(
+    paths: Sequence[str],
+    errors: Sequence[RegistryError],
+    results: Sequence[Verification],
+    missing: Sequence[str],
+) -> dict[str, Any]:
+    return {
+        "registries": list(paths),
+        "registry_errors": [{"reason": e.reason, "message": str(e)} for e in errors],
+        "missing": list(missing),
+        "drivers": [
+            {
+                "label": r.label,
+                "distribution": r.candidate.distribution,
+                "version": r.candidate.version,
+                "status": r.status,
+                "allowed": r.allowed,
+                "reason": r.reason,
+                "message": r.message,
+                "driver_id": r.driver_id,
+                "trust": r.trust_label,
+                "digest": r.digest,
+                "files": r.scan.digest.files if r.scan and r.scan.digest else None,
+                "bytes": r.scan.digest.bytes if r.scan and r.scan.digest else None,
+                "signers": list(r.signers),
+                "findings": [
+                    {"code": f.code, "path": f.path, "message": f.message}
+                    for f in (r.scan.findings if r.scan else ())
+                ],
+                "extensions": list(r.scan.extensions) if r.scan else [],
+                "warnings": list(r.warnings),
+            }
+            for r in results
+        ],
+    }
+
+
+def _verify_text(
+    paths: Sequence[str],
+    errors: Sequence[RegistryError],
+    results: Sequence[Verification],
+    missing: Sequence[str],
+) -> str:
+    lines = [f"Registries: {', '.join(paths) if paths else 'none'}"]
+    lines += [f"  refused: {error}" for error in errors]
+    lines.append("")
+    rows = [
+        [
+            r.label,
+            r.candidate.distribution,
+            r.candidate.version,
+            r.status
+            if r.allowed or r.status in ("revoked", "rejected")
+            else f"{r.status} (refused)",
+            r.trust_label or "-",
+            (r.digest or "-")[:19],
+        ]
+        for r in results
+    ]
+    if rows:
+        lines += _table(["LABEL", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"], rows)
+        lines.append("")
+    for r in results:
+        lines.append(f"{r.label}: {r.reason}: {r.message}")
+        lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
+    lines += [f"{label}: no driver has this label" for label in missing]
+    ok = sum(r.allowed for r in results)
+    lines.append(f"{ok} of {len(results) + len(missing)} drivers may be loaded.")
+    return "\n".join(lines)
+
+
+def _parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
+    parsed = {}
+    for item in ids or ():
+        label, sep, driver_id = item.partition("=")
+        if not sep or not label or not driver_id:
+            raise typer.BadParameter(f"{item!r} is not LABEL=ID", param_hint="--id")
+        parsed[label] = driver_id
+    return parsed
+
+
+@app.command("lock")
+def lock_drivers(
+    labels: LabelsArgument = None,
+    wheel: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--wheel",
+            help="Pin this wheel file instead of installed drivers (repeatable).",
+            exists=True,
+            dir_okay=False,
+            metavar="WHEEL",
+        ),
+    ] = None,
+    registry: Annotated[
+        Path | None,
+        typer.Option(
+            "--registry",
+            help="The registry file to write (default: the first default one, "
+            "else ./registry.json).",
+            metavar="FILE",
+            dir_okay=False,
+        ),
+    ] = None,
+    ids: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--id", help="LABEL=ID for a driver without mcs-driver.json.", metavar="LABEL=ID"
+        ),
+    ] = None,
+    trust: Annotated[
+        str,
+        typer.Option(
+            "--trust", help="Trust label for new entries: verified, reference, community."
+        ),
+    ] = "community",
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Re-pin a version already pinned with another digest.")
+    ] = False,
+    path: SearchPathOption = None,
+) -> None:
+    """Write registry pins for installed drivers or for wheel files."""
+    from .registry import (
+        REGISTRY_FORMAT,
+        Registry,
+        RegistryError,
+        default_registry_paths,
+    )
+    from .release import Release, lock, release_from_candidates, release_from_wheel
+
+    if trust not in ("verified", "reference", "community"):
+        raise typer.BadParameter(
+            f"{trust!r} is not verified, reference or community", param_hint="--trust"
+        )
+    target = (
+        os.fspath(registry) if registry else next(iter(default_registry_paths()), "registry.json")
+    )
+    try:
+        with open(target, encoding="utf-8") as f:
+            text = f.read()
+        if '"payloadType"' in text:
+            _fail(f"{target} is a signed registry; lock writes plain registry files only")
+        current = Registry.model_validate_json(text)
+    except FileNotFoundError:
+        current = Registry(format=REGISTRY_FORMAT)
+    except ValueError as exc:
+        _fail(f"{target}: {exc}")
+    releases: list[Release]
+    if wheel:
+        releases = [release_from_wheel(w) for w in wheel]
+    else:
+        found = discover(path)
+        wanted = [c for c in found.candidates if not labels or c.label in labels]
+        missing = sorted(set(labels or ()) - {c.label for c in wanted})
+        if missing:
+            _fail(f"no installed driver has the label {', '.join(missing)}")
+        releases = release_from_candidates(wanted)
+    try:
+        updated = lock(
+            current,
+            releases,
+            labels=list(labels or ()),
+            ids=_parse_ids(ids),
+            trust=cast("TrustLabel", trust),
+            replace=replace,
+        )
+    except (ValueError, RegistryError) as exc:
+        _fail(str(exc))
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(updated.dump())
+    for release in releases:
+        pin = release.pin()
+        typer.echo(
+            f"pinned {release.distribution} {release.version}: {pin.digest} "
+            f"({pin.files} files, {pin.bytes} bytes)"
+        )
+    typer.echo(f"wrote {target}")
+
+
+@app.command("keygen")
+def keygen(
+    key_file: Annotated[
+        Path, typer.Argument(help="Where to write the private key (mode 0600).", dir_okay=False)
+    ],
+) -> None:
+    """Create an ed25519 signing key; prints the public key to put in a registry."""
+    from .signing import PrivateKey
+
+    key = PrivateKey.generate()
+    try:
+        key.save(key_file)
+    except FileExistsError:
+        _fail(f"{key_file} exists; refusing to overwrite a key")
+    typer.echo(f"public key: {key.public_key}")
+    typer.echo(f"key id:     {key.public_key.keyid}")
+
+
+@app.command("sign")
+def sign(
+    wheel: Annotated[Path, typer.Argument(help="The wheel to sign.", exists=True, dir_okay=False)],
+    key: Annotated[
+        Path,
+        typer.Option("--key", help="Private key file from keygen.", exists=True, dir_okay=False),
+    ],
+    ids: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--id", help="LABEL=ID for a driver without mcs-driver.json.", metavar="LABEL=ID"
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write the signed wheel here instead.", dir_okay=False),
+    ] = None,
+) -> None:
+    """Sign a wheel's release statement (digest, drivers, trust manifests) with a publisher key."""
+    from .release import sign_wheel
+    from .signing import PrivateKey, SignatureError
+
+    try:
+        private = PrivateKey.load(key)
+        statement = sign_wheel(wheel, private, _parse_ids(ids), output)
+    except (ValueError, SignatureError) as exc:
+        _fail(str(exc))
+    typer.echo(f"signed {statement.distribution} {statement.version} {statement.digest}")
+    for driver in statement.drivers:
+        typer.echo(f"  driver {driver.label} = {driver.object} (id {driver.id})")
+    typer.echo(f"  by key {private.public_key.keyid}")
+
+
+@app.command("sign-registry")
+def sign_registry(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A registry file, or an envelope to add signatures to.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    key: Annotated[
+        list[Path],
+        typer.Option("--key", help="Private key file (repeatable).", exists=True, dir_okay=False),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", help="Where to write the signed envelope.", dir_okay=False)
+    ],
+) -> None:
+    """Sign a registry's exact bytes into a DSSE envelope (for a shared index)."""
+    from .registry import REGISTRY_PAYLOAD_TYPE, Registry
+    from .signing import Envelope, PrivateKey, SignatureError
+
+    data = source.read_bytes()
+    try:
+        if b'"payloadType"' in data:
+            envelope = Envelope.from_json(data, os.fspath(source))
+        else:
+            envelope = Envelope(REGISTRY_PAYLOAD_TYPE, data)
+        registry = Registry.model_validate_json(envelope.payload)
+        if registry.expires is None:
+            _fail(f"{source}: a signed registry must set expires")
+        envelope = envelope.add_signatures([PrivateKey.load(k) for k in key])
+    except (ValueError, SignatureError) as exc:
+        _fail(str(exc))
+    output.write_text(json.dumps(envelope.to_json(), indent=2) + "\n", encoding="utf-8")
+    typer.echo(f"signed registry version {registry.version} with {len(key)} key(s): {output}")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
