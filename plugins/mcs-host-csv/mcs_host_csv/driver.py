@@ -17,30 +17,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcs_host import (
-    Binding,
-    DriverMeta,
     MCSToolDriver,
     PathEscapeError,
     Root,
     Tool,
     ToolArgumentError,
     ToolError,
-    TrustManifest,
     UnknownToolError,
 )
-from mcs_host.kit import parse_arguments, tool_from_model
+from mcs_host.kit import manifest_meta, parse_arguments, tool_from_model
 
-__version__ = "0.1.0"
-
-META = DriverMeta(
-    id="40babe70-7d0a-4a93-9898-c302c6cfead7",
-    name="CSV files",
-    version=__version__,
-    bindings=(Binding(capability="csv", adapter="localfs", spec_format="JSON-Schema"),),
-    target_llms=None,
-    capabilities=(),
-    trust=TrustManifest(publisher="mcs-host developers"),
-)
+META = manifest_meta(__package__, "CsvToolDriver")
+"""The driver's meta, from the mcs-driver.json manifest the package ships."""
+__version__ = META.version
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 _SNIFF_CHARS = 64 * 1024

@@ -13,8 +13,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcs_host import (
-    Binding,
-    DriverMeta,
     MCSToolDriver,
     PathEscapeError,
     Root,
@@ -22,22 +20,13 @@ from mcs_host import (
     Tool,
     ToolArgumentError,
     ToolError,
-    TrustManifest,
     UnknownToolError,
 )
-from mcs_host.kit import parse_arguments, tool_from_model
+from mcs_host.kit import manifest_meta, parse_arguments, tool_from_model
 
-__version__ = "0.1.0"
-
-META = DriverMeta(
-    id="18b78264-da52-4be3-bd0b-36a7f13ec3ad",
-    name="Local files",
-    version=__version__,
-    bindings=(Binding(capability="filesystem", adapter="localfs", spec_format="JSON-Schema"),),
-    target_llms=None,
-    capabilities=("healthcheck",),
-    trust=TrustManifest(publisher="mcs-host developers"),
-)
+META = manifest_meta(__package__, "FilesToolDriver")
+"""The driver's meta, from the mcs-driver.json manifest the package ships."""
+__version__ = META.version
 
 DEFAULT_MAX_READ_BYTES = 1024 * 1024
 DEFAULT_MAX_SEARCH_BYTES = 4 * 1024 * 1024
