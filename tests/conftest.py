@@ -10,9 +10,10 @@ from distbuild import PLUGINS, ROOT, build_wheel, pip
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Wheels of mcs-host (built from this checkout), its dependencies and the plugins."""
+    """Wheels of mcs-host (built from this checkout), its dependencies, the plugins, and the
+    plugins' build backend (for builds inside venvs)."""
     house = tmp_path_factory.mktemp("wheelhouse")
-    pip("wheel", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT))
+    pip("wheel", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT), "flit_core==4.2.0")
     for plugin in sorted(PLUGINS.iterdir()):
         if (plugin / "pyproject.toml").is_file():
             build_wheel(plugin, house)

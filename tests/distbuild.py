@@ -60,7 +60,8 @@ class Project:
             lines += [f'"{label}" = "{value}"' for label, value in entries.items()]
         (src / "pyproject.toml").write_text("\n".join(lines) + "\n", "utf-8")
         files = dict(self.files)
-        files.setdefault(f"{self.module}/__init__.py", "")
+        if f"{self.module}.py" not in files:
+            files.setdefault(f"{self.module}/__init__.py", "")
         for relative, text in files.items():
             path = src / relative
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,6 +138,26 @@ class Venv:
         if wheelhouse is not None:
             args += ["--no-index", "--find-links", str(wheelhouse)]
         pip(*args, *map(str, requirements), python=self.python)
+
+    def uv_install(self, *requirements: str | Path, wheelhouse: Path, cache: Path) -> None:
+        """uv pip install ``requirements`` offline from ``wheelhouse``, copying files.
+
+        Copies, not uv's default hard links into its cache: tests tamper with installed
+        files, which must not reach the cache.
+        """
+        env = _clean_env()
+        env.update({"UV_CACHE_DIR": str(cache), "UV_LINK_MODE": "copy"})
+        command = [sys.executable, "-m", "uv", "pip", "install", "--python", str(self.python)]
+        command += ["--offline", "--no-index", "--find-links", str(wheelhouse)]
+        done = subprocess.run(
+            [*command, *map(str, requirements)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if done.returncode:
+            raise RuntimeError(f"uv pip install failed:\n{done.stdout}\n{done.stderr}")
 
     def run(
         self, *command: str | Path, env: Mapping[str, str] | None = None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,24 +16,42 @@ from mcs_host import MCSToolDriver, ToolArgumentError
 README = (ROOT / "README.md").read_text("utf-8")
 
 
-def python_blocks(section: str) -> list[str]:
+def blocks(section: str, language: str) -> list[str]:
     body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    return re.findall(rf"```{language}\n(.*?)```", body, flags=re.DOTALL)
 
 
-def test_the_driver_example_works() -> None:
-    (source,) = [b for b in python_blocks("Writing a driver") if "class WeatherToolDriver" in b]
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102
-    driver = namespace["WeatherToolDriver"]()
-    assert isinstance(driver, MCSToolDriver)
-    (tool,) = driver.list_tools()
-    assert tool.input_schema()["required"] == ["city"]
-    assert driver.execute_tool("forecast", {"city": "Oslo", "days": 2})["days"] == 2
-    with pytest.raises(ToolArgumentError, match="argument 'days'"):
-        driver.execute_tool("forecast", {"city": "Oslo", "days": 9})
+def test_the_driver_example_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (manifest,) = blocks("Writing a driver", "json")
+    (source,) = [b for b in blocks("Writing a driver", "python") if "WeatherToolDriver" in b]
+    package = tmp_path / "acme_weather"
+    package.mkdir()
+    (package / "mcs-driver.json").write_text(manifest)
+    (package / "__init__.py").write_text(source)
+    monkeypatch.syspath_prepend(tmp_path)
+    module = importlib.import_module("acme_weather")
+    try:
+        driver: Any = module.WeatherToolDriver()
+        assert isinstance(driver, MCSToolDriver)
+        assert driver.meta.trust is not None
+        assert driver.meta.trust.publisher == "ACME"
+        (tool,) = driver.list_tools()
+        assert tool.input_schema()["required"] == ["city"]
+        assert driver.execute_tool("forecast", {"city": "Oslo", "days": 2})["days"] == 2
+        with pytest.raises(ToolArgumentError, match="argument 'days'"):
+            driver.execute_tool("forecast", {"city": "Oslo", "days": 9})
+    finally:
+        sys.modules.pop("acme_weather", None)
 
 
-def test_the_discovery_example_runs() -> None:
-    (source,) = python_blocks("Python API")
-    exec(compile(source, "README.md", "exec"), {})  # noqa: S102
+def test_the_python_api_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("MCS_HOST_STATE_DIR", str(tmp_path))
+    examples = blocks("Python API", "python")
+    assert len(examples) == 2
+    for source in examples:
+        exec(compile(source, "README.md", "exec"), {})  # noqa: S102
+    # in this environment the plugins are editable installs: verified, and refused
+    assert "csv rejected editable-install" in capsys.readouterr().out
