@@ -3,8 +3,9 @@
     python3.11 scripts/demo.py
 
 Creates .venv (if missing), installs mcs-host and the drivers in plugins/ into it the way a
-user would (pip, not editable), then runs ``mcs-host list`` in it: discovery from installed
-metadata, without importing any driver.
+user would (pip, not editable), then runs in it ``mcs-host list`` (discovery from installed
+metadata, no driver imported) and ``mcs-host verify`` against registry.json (every installed
+file checked against the pinned digests, still before any driver code runs).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main() -> int:
     mcs_host = VENV / "bin" / "mcs-host"
     run(mcs_host, "--version")
     run(mcs_host, "list")
+    run(mcs_host, "verify", "--registry", "registry.json")
     return 0
 
 
