@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -368,16 +369,16 @@ def lock_drivers(
     except ValueError as exc:
         _fail(f"{target}: {exc}")
     releases: list[Release]
-    if wheel:
-        releases = [release_from_wheel(w) for w in wheel]
-    else:
-        found = discover(path)
-        wanted = [c for c in found.candidates if not labels or c.label in labels]
-        missing = sorted(set(labels or ()) - {c.label for c in wanted})
-        if missing:
-            _fail(f"no installed driver has the label {', '.join(missing)}")
-        releases = release_from_candidates(wanted)
     try:
+        if wheel:
+            releases = [release_from_wheel(w) for w in wheel]
+        else:
+            found = discover(path)
+            wanted = [c for c in found.candidates if not labels or c.label in labels]
+            missing = sorted(set(labels or ()) - {c.label for c in wanted})
+            if missing:
+                _fail(f"no installed driver has the label {', '.join(missing)}")
+            releases = release_from_candidates(wanted)
         updated = lock(
             current,
             releases,
@@ -386,7 +387,7 @@ def lock_drivers(
             trust=cast("TrustLabel", trust),
             replace=replace,
         )
-    except (ValueError, RegistryError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile, RegistryError) as exc:
         _fail(str(exc))
     with open(target, "w", encoding="utf-8") as f:
         f.write(updated.dump())

@@ -185,11 +185,12 @@ def _refuse_imported_elsewhere(verification: Verification) -> None:
 def check_runtime_meta(driver: object, verification: Verification) -> str | None:
     """Why the imported driver's ``meta`` disagrees with its manifest or registry id, if it does.
 
-    Returns ``None`` when it agrees, or when ``driver`` has no ``meta`` yet (a factory).
+    Returns ``None`` when it agrees, or when ``driver`` has no ``meta`` yet (a factory, or a
+    class whose ``meta`` is a property).
     """
     meta = getattr(driver, "meta", None)
-    if meta is None:
-        return None
+    if meta is None or isinstance(meta, property):
+        return None  # known once the driver is instantiated
     try:
         runtime = DriverMeta.coerce(meta)
     except (ValueError, ValidationError) as exc:

@@ -19,6 +19,7 @@ import base64
 import csv
 import hashlib
 import io
+import json
 import os
 import stat
 import zipfile
@@ -34,6 +35,7 @@ __all__ = [
     "ModuleFile",
     "TreeDigest",
     "TreeScan",
+    "editable_source",
     "module_files",
     "resolve_module",
     "scan_installed",
@@ -256,6 +258,18 @@ def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row
             )
             algorithm = recorded = ""
         yield _Row(path, algorithm, recorded, size)
+
+
+def editable_source(metadata_path: str) -> str | None:
+    """The directory an editable install points at, from its ``direct_url.json``."""
+    try:
+        with open(os.path.join(metadata_path, "direct_url.json"), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and (data.get("dir_info") or {}).get("editable"):
+        return str(data.get("url", "a local directory"))
+    return None
 
 
 def _leaves_site(path: str) -> bool:

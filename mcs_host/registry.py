@@ -347,15 +347,17 @@ class TrustIndex:
     """Driver id -> how the registries disagree about it; such a driver is refused."""
     sources: tuple[str, ...] = ()
 
-    def find(self, driver_id: str | None, project: str) -> tuple[str, DriverEntry] | None:
-        """The entry for ``driver_id``, else the only entry for the distribution ``project``."""
+    def find(
+        self, driver_id: str | None, project: str, label: str
+    ) -> tuple[str, DriverEntry] | None:
+        """The entry for ``driver_id``; without one, the distribution ``project``'s only
+        entry, or its entry for ``label``."""
         if driver_id is not None and driver_id in self.entries:
             return driver_id, self.entries[driver_id]
         matches = [(i, e) for i, e in self.entries.items() if e.distribution == project]
+        if len(matches) > 1:
+            matches = [(i, e) for i, e in matches if e.label == label]
         return matches[0] if len(matches) == 1 else None
-
-    def entries_for(self, project: str) -> list[tuple[str, DriverEntry]]:
-        return sorted((i, e) for i, e in self.entries.items() if e.distribution == project)
 
     @classmethod
     def merge(cls, registries: Iterable[tuple[str, Registry]]) -> TrustIndex:

@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
 from .discovery import ENTRY_POINT_GROUP, Candidate, normalize_name, parse_entry_points
-from .integrity import SIGNATURE_FILE, TreeScan, resolve_module, scan_installed, scan_wheel
+from .integrity import (
+    SIGNATURE_FILE,
+    TreeScan,
+    editable_source,
+    resolve_module,
+    scan_installed,
+    scan_wheel,
+)
 from .registry import DriverEntry, Pin, Registry, RegistryError
 from .signing import Envelope, PrivateKey
 
@@ -36,6 +43,7 @@ __all__ = [
     "ReleaseDriver",
     "ReleaseStatement",
     "lock",
+    "release_from_candidates",
     "release_from_installed",
     "release_from_wheel",
     "sign_wheel",
@@ -178,11 +186,7 @@ def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
         wheel_sha256 = hashlib.sha256(f.read()).hexdigest()
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
-        dist_info = next(
-            n.split("/")[0]
-            for n in names
-            if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-        )
+        dist_info = _dist_info(names, "METADATA", path)
         metadata = email.parser.BytesParser().parsebytes(archive.read(f"{dist_info}/METADATA"))
         ep_name = f"{dist_info}/entry_points.txt"
         entry_points = archive.read(ep_name).decode("utf-8") if ep_name in names else None
@@ -200,8 +204,22 @@ def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
         )
 
 
+def _dist_info(names: Iterable[str], member: str, wheel: str) -> str:
+    """The ``*.dist-info`` directory of a wheel's member names that holds ``member``."""
+    for name in names:
+        if name.count("/") == 1 and name.endswith(f".dist-info/{member}"):
+            return name.split("/")[0]
+    raise ValueError(f"{wheel} is not a wheel: it has no *.dist-info/{member}")
+
+
 def release_from_installed(metadata_path: str, distribution: str, version: str) -> Release:
     """Describe an installed distribution from its ``*.dist-info`` directory."""
+    editable = editable_source(metadata_path)
+    if editable is not None:
+        raise ValueError(
+            f"{distribution} {version} is an editable install of {editable}; "
+            "lock a wheel or a regular install"
+        )
     scan = scan_installed(metadata_path)
     base = os.path.dirname(os.path.realpath(metadata_path))
     hashes = {e.path: e.sha256 for e in scan.digest.entries} if scan.digest else {}
@@ -239,11 +257,7 @@ def sign_wheel(
     statement = release.statement(ids)
     payload = statement.model_dump_json().encode("utf-8")
     with zipfile.ZipFile(source) as archive:
-        dist_info = next(
-            n.split("/")[0]
-            for n in archive.namelist()
-            if n.count("/") == 1 and n.endswith(".dist-info/RECORD")
-        )
+        dist_info = _dist_info(archive.namelist(), "RECORD", source)
         signature_name = f"{dist_info}/{SIGNATURE_FILE}"
         envelope = Envelope(RELEASE_PAYLOAD_TYPE, payload)
         if signature_name in archive.namelist():

@@ -11,7 +11,6 @@ registry trusts for this driver. The result is a :class:`Verification` record; o
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from .integrity import (
     ModuleFile,
     TreeDigest,
     TreeScan,
+    editable_source,
     module_files,
     resolve_module,
     scan_installed,
@@ -219,7 +219,7 @@ class _Check:
 
     def _check_files(self) -> None:
         c = self.candidate
-        editable = _editable_source(c.metadata_path)
+        editable = editable_source(c.metadata_path)
         if editable is not None:
             raise _RefusedError(
                 "rejected" if not self.policy.allow_unverified else "unverified",
@@ -282,7 +282,7 @@ class _Check:
                     f"{c.distribution} claims driver id {claimed}, which the registry gives to "
                     f"{owner}",
                 )
-        found = self.index.find(claimed, c.project)
+        found = self.index.find(claimed, c.project, c.label)
         if found is None:
             return None
         driver_id, entry = found
@@ -408,18 +408,6 @@ def _statement_mismatch(
                 return f"signed driver {driver.label} is {driver.object} with id {driver.id}"
             return None
     return f"the statement does not sign driver {candidate.label!r}"
-
-
-def _editable_source(metadata_path: str) -> str | None:
-    """The directory an editable install points at, from its ``direct_url.json``."""
-    try:
-        with open(os.path.join(metadata_path, "direct_url.json"), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if isinstance(data, dict) and (data.get("dir_info") or {}).get("editable"):
-        return str(data.get("url", "a local directory"))
-    return None
 
 
 def _namespace_shadow(

@@ -227,3 +227,30 @@ def test_default_registry_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert default_registry_paths({}) == [str(tmp_path / "registry.json")]
     env = {"MCS_HOST_REGISTRY": "/a.json:/b.json"}
     assert default_registry_paths(env) == ["/a.json", "/b.json"]
+
+
+def test_an_entry_is_found_by_id_else_by_distribution_and_label() -> None:
+    index = TrustIndex.merge(
+        [
+            (
+                "r",
+                Registry.model_validate(
+                    registry(
+                        drivers={
+                            "id-1": entry(),
+                            "id-2": entry(label="radar", object="acme:Radar"),
+                            "id-3": entry(distribution="other-dist", label="x", object="o:X"),
+                        }
+                    )
+                ),
+            )
+        ]
+    )
+    assert index.find("id-3", "acme-weather", "weather") is not None
+    found = index.find(None, "acme-weather", "radar")
+    assert found is not None
+    assert found[0] == "id-2"
+    assert index.find(None, "acme-weather", "unknown") is None
+    only = index.find(None, "other-dist", "anything")
+    assert only is not None
+    assert only[0] == "id-3"

@@ -370,6 +370,10 @@ def test_an_editable_install_posing_as_the_pinned_release_is_refused(
     row = result_for(run_host(venv, [registry], state=state))
     assert_refused(row, "editable-install", marker)
     assert "is an editable install of file://" in row["message"]
+    locked = venv.run("mcs-host", "lock", "--registry", tmp_path / "lock.json")
+    assert locked.returncode == 2
+    assert "victim-driver 1.0.0 is an editable install of file://" in locked.stderr
+    assert not (tmp_path / "lock.json").exists()
 
 
 def test_an_extension_module_is_refused_unless_the_policy_allows_it(
