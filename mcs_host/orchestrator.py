@@ -1,0 +1,394 @@
+"""The orchestrator: mounted drivers behind one ``MCSDriver`` that is also an ``MCSToolDriver``.
+
+ToolDrivers (and other orchestrators, and hybrid drivers) contribute tools; standalone
+MCSDrivers are chained after them in the spec's pass-through manner. Tool names are never
+resolved first-wins: a name two drivers share becomes ``<label>__<name>`` for both (or every
+name is namespaced, with ``namespace="always"``), cut to the ``[A-Za-z0-9_-]{1,64}`` that
+provider APIs accept. Routing a call is one dictionary lookup.
+
+:meth:`Orchestrator.detect` finds calls without running them and :meth:`Orchestrator.execute`
+runs them, so a client (or the ``consent`` callback) can approve each call in between;
+:meth:`Orchestrator.process_llm_response` does both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import __version__
+from .calls import Detection, ToolCall, detect, messages_for
+from .contract import (
+    Binding,
+    DriverMeta,
+    DriverResponse,
+    MCSDriver,
+    MCSToolDriver,
+    Tool,
+    ToolError,
+    UnknownToolError,
+)
+
+__all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+Consent = Callable[[ToolCall], bool]
+Audit = Callable[[ToolCall, Any, BaseException | None], None]
+
+
+def is_tool_driver(driver: object) -> bool:
+    """Whether ``driver`` offers tools: ``list_tools`` and ``execute_tool``."""
+    return callable(getattr(driver, "list_tools", None)) and callable(
+        getattr(driver, "execute_tool", None)
+    )
+
+
+def is_standalone_driver(driver: object) -> bool:
+    """Whether ``driver`` is an MCSDriver without tools, to be chained."""
+    return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)
+
+
+def tool_name(name: str) -> str:
+    """``name`` made valid for provider APIs: other characters become ``_``; past 64
+    characters it is cut and ends with a hash of the whole, so it stays unique."""
+    cleaned = _INVALID_CHARS.sub("_", name) or "_"
+    if len(cleaned) <= 64:
+        return cleaned
+    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    driver: Any
+    tools: tuple[Tool, ...] | None
+    """``None`` for a standalone MCSDriver, which is chained rather than routed to."""
+
+
+def _tools_of(
+    label: str, driver: object, tools: Sequence[Any] | None = None
+) -> tuple[Tool, ...] | None:
+    """The validated tools of a ToolDriver, or ``None`` for a standalone MCSDriver."""
+    if is_tool_driver(driver):
+        listed = driver.list_tools() if tools is None else tools  # type: ignore[attr-defined]
+        coerced = tuple(Tool.coerce(t) for t in listed)
+        names = [t.name for t in coerced]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"driver {label!r} lists the tool {name!r} twice")
+        return coerced
+    if is_standalone_driver(driver):
+        return None
+    raise TypeError(
+        f"driver {label!r} ({type(driver).__qualname__}) is neither a ToolDriver "
+        "(list_tools, execute_tool) nor an MCSDriver (process_llm_response)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    label: str
+    driver: Any
+    tool: Tool
+    """The tool as its driver names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """An immutable snapshot of what is mounted; replaced whole when mounts change."""
+
+    tools: tuple[Tool, ...]
+    routes: Mapping[str, _Route]
+    chained: tuple[tuple[str, Any], ...]
+    labels: tuple[str, ...]
+
+
+class Orchestrator(MCSDriver, MCSToolDriver):
+    """Mounted drivers as one driver. ``drivers`` is a mapping label -> driver, or a sequence
+    whose labels come from each driver's ``meta.name``."""
+
+    def __init__(
+        self,
+        drivers: Mapping[str, object] | Sequence[object] = (),
+        *,
+        name: str = "mcs-host orchestrator",
+        namespace: Literal["on-collision", "always"] = "on-collision",
+        on_unknown: Literal["pass", "fail"] = "pass",
+        consent: Consent | None = None,
+        audit: Audit | None = None,
+    ) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.on_unknown = on_unknown
+        self.consent = consent
+        self.audit = audit
+        self._lock = threading.Lock()
+        self._mounted: dict[str, _Mount] = {}
+        items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
+        for label, driver in items:
+            self._mounted[_check_label(label, self._mounted)] = _Mount(
+                driver, _tools_of(label, driver)
+            )
+        self._table = self._build(self._mounted)
+
+    # -- mounting ------------------------------------------------------------------------------
+
+    def mount(self, label: str, driver: object, tools: Sequence[Tool] | None = None) -> None:
+        """Add ``driver`` under ``label``; tool names are worked out again.
+
+        ``tools`` are the driver's tools when the caller already listed them (the host does,
+        with a timeout); otherwise ``list_tools`` is called here.
+        """
+        with self._lock:
+            mounted = dict(self._mounted)
+            label = _check_label(label, mounted)
+            mounted[label] = _Mount(driver, _tools_of(label, driver, tools))
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    def unmount(self, label: str) -> None:
+        """Remove the driver mounted under ``label``."""
+        with self._lock:
+            if label not in self._mounted:
+                raise KeyError(f"no driver is mounted as {label!r}")
+            mounted = {k: v for k, v in self._mounted.items() if k != label}
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    def refresh(self) -> None:
+        """Ask every mounted driver for its tools again."""
+        with self._lock:
+            mounted = {
+                label: _Mount(m.driver, _tools_of(label, m.driver))
+                for label, m in self._mounted.items()
+            }
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self._table.labels
+
+    def driver(self, label: str) -> object:
+        return self._mounted[label].driver
+
+    def route(self, name: str) -> tuple[str, str]:
+        """``(label, the driver's own tool name)`` for a tool name this orchestrator offers."""
+        route = self._table.routes.get(name)
+        if route is None:
+            raise UnknownToolError(name, self._table.routes)
+        return route.label, route.tool.name
+
+    def _build(self, mounted: Mapping[str, _Mount]) -> _Table:
+        owned: list[tuple[str, Any, Tool]] = []
+        chained: list[tuple[str, Any]] = []
+        for label, mount in mounted.items():
+            if mount.tools is None:
+                chained.append((label, mount.driver))
+            else:
+                owned.extend((label, mount.driver, tool) for tool in mount.tools)
+        finals = self._names(owned)
+        routes = {
+            final: _Route(label, driver, tool)
+            for final, (label, driver, tool) in zip(finals, owned, strict=True)
+        }
+        tools = tuple(
+            tool.model_copy(update={"name": final})
+            for final, (_, _, tool) in zip(finals, owned, strict=True)
+        )
+        return _Table(tools, routes, tuple(chained), tuple(mounted))
+
+    def _names(self, owned: Sequence[tuple[str, Any, Tool]]) -> list[str]:
+        """The final name of each tool: its own, unless shared, invalid for providers, or the
+        policy is ``always``; then ``<label>__<name>``."""
+        counts = Counter(tool.name for _, _, tool in owned)
+        finals = [
+            tool_name(f"{label}__{tool.name}")
+            if self.namespace == "always"
+            or counts[tool.name] > 1
+            or not _VALID_NAME.match(tool.name)
+            else tool.name
+            for label, _, tool in owned
+        ]
+        # a driver's own name may equal another's namespaced one, or two names may be cleaned
+        # into one: those get a hash of their label and original name as well
+        clashes = {name for name, count in Counter(finals).items() if count > 1}
+        for index, (label, _, tool) in enumerate(owned):
+            if finals[index] in clashes:
+                digest = hashlib.sha256(f"{label}\0{tool.name}".encode()).hexdigest()[:8]
+                finals[index] = f"{tool_name(f'{label}__{tool.name}')[:55]}_{digest}"
+        return finals
+
+    # -- MCSToolDriver ---------------------------------------------------------------------------
+
+    @property
+    def meta(self) -> DriverMeta:  # type: ignore[override]
+        bindings: dict[Binding, None] = {}
+        for mount in self._mounted.values():
+            meta = getattr(mount.driver, "meta", None)
+            for binding in getattr(meta, "bindings", None) or ():
+                bindings.setdefault(Binding.coerce(binding), None)
+        return DriverMeta(
+            id="mcs-host.orchestrator",
+            name=self.name,
+            version=__version__,
+            bindings=tuple(bindings),
+            target_llms=("*",),
+        )
+
+    def list_tools(self) -> list[Tool]:
+        return list(self._table.tools)
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        route = self._table.routes.get(tool_name)
+        if route is None:
+            raise UnknownToolError(tool_name, self._table.routes)
+        return route.driver.execute_tool(route.tool.name, arguments)
+
+    # -- MCSDriver -------------------------------------------------------------------------------
+
+    def get_function_description(self, model_name: str | None = None) -> str:
+        described = [
+            {"name": t.name, "description": t.description, "parameters": t.input_schema()}
+            for t in self._table.tools
+        ]
+        return json.dumps(described, indent=2, ensure_ascii=False)
+
+    def get_driver_system_message(self, model_name: str | None = None) -> str:
+        parts = []
+        if self._table.tools:
+            parts.append(
+                "You can call tools. To call one, answer with only a JSON object:\n"
+                '{"tool": "<tool name>", "arguments": {<argument name>: <value>}}\n'
+                "To call several, answer with a JSON array of such objects. When no tool is "
+                "needed, answer normally.\n\nTools:\n" + self.get_function_description(model_name)
+            )
+        for _, driver in self._table.chained:
+            parts.append(driver.get_driver_system_message(model_name))
+        return "\n\n".join(parts)
+
+    def process_llm_response(
+        self, llm_response: str | dict[str, Any], streaming: bool = False
+    ) -> DriverResponse:
+        detection = self.detect(llm_response)
+        if detection.found:
+            routed = [c for c in detection.calls if c.name in self._table.routes]
+            if routed or detection.failures or self.on_unknown == "fail":
+                return self.execute(detection)
+        for _, driver in self._table.chained:
+            response = DriverResponse.coerce(driver.process_llm_response(llm_response, streaming))
+            if not response.is_empty:
+                return response
+        return DriverResponse()
+
+    # -- the consent seam ----------------------------------------------------------------------
+
+    def detect(self, llm_response: str | Mapping[str, Any]) -> Detection:
+        """The calls in ``llm_response``, nothing executed."""
+        return detect(llm_response, self._table.routes)
+
+    def execute(self, detection: Detection) -> DriverResponse:
+        """Run the detected calls in order and answer every one of them."""
+        table = self._table
+        answers: list[tuple[ToolCall, str]] = []
+        results: list[Any] = []
+        errors: list[str] = list(detection.failures)
+        executed = 0
+        for call in detection.calls:
+            route = table.routes.get(call.name)
+            error: str | None
+            if route is None:
+                error = f"unknown tool {call.name!r}"
+            elif self.consent is not None and not self.consent(call):
+                error = f"the call of {call.name!r} was not approved"
+            else:
+                outcome, error = self._run(route, call)
+                if error is None:
+                    executed += 1
+                    results.append(outcome)
+                    answers.append((call, _as_text(outcome)))
+                    continue
+            errors.append(error)
+            results.append(None)
+            answers.append((call, f"error: {error}"))
+        if not errors:
+            result = results[0] if len(results) == 1 else results
+            return DriverResponse(
+                tool_call_result=result,
+                call_executed=True,
+                messages=messages_for(detection, answers),
+            )
+        retry = self._retry_prompt(errors)
+        messages = messages_for(detection, answers)
+        if not answers:
+            messages = [
+                {"role": "assistant", "content": detection.text},
+                {"role": "user", "content": retry},
+            ]
+        return DriverResponse(
+            tool_call_result=(results if len(results) > 1 else None) if executed else None,
+            call_executed=executed > 0,
+            call_failed=True,
+            call_detail="; ".join(errors),
+            retry_prompt=retry,
+            messages=messages,
+        )
+
+    def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str | None]:
+        error: BaseException | None = None
+        outcome: Any = None
+        try:
+            outcome = route.driver.execute_tool(route.tool.name, dict(call.arguments))
+        except ToolError as exc:
+            error = exc
+        except Exception as exc:  # a driver's bug must not take the host down
+            error = exc
+        if self.audit is not None:
+            self.audit(call, outcome, error)
+        if error is None:
+            return outcome, None
+        kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
+        return None, f"{call.name} failed: {kind}{error}"
+
+    def _retry_prompt(self, errors: Iterable[str]) -> str:
+        names = ", ".join(t.name for t in self._table.tools) or "none"
+        listed = "\n".join(f"- {e}" for e in errors)
+        return (
+            f"The tool call could not be carried out:\n{listed}\n"
+            f"Available tools: {names}. Correct the call and answer with the JSON object only."
+        )
+
+
+def _as_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:
+    used: set[str] = set()
+    for driver in drivers:
+        meta = getattr(driver, "meta", None)
+        base = re.sub(r"[^a-z0-9]+", "-", str(getattr(meta, "name", "driver")).lower()).strip("-")
+        label, number = base or "driver", 2
+        while label in used:
+            label, number = f"{base}-{number}", number + 1
+        used.add(label)
+        yield label, driver
+
+
+def _check_label(label: str, mounted: Mapping[str, object]) -> str:
+    if not label or "__" in label or _INVALID_CHARS.search(label):
+        raise ValueError(
+            f"label {label!r}: use letters, digits, '-' and single '_' (labels prefix tool names)"
+        )
+    if label in mounted:
+        raise ValueError(f"label {label!r} is already mounted")
+    return label

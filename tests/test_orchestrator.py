@@ -1,0 +1,261 @@
+"""The orchestrator: naming, routing, nesting, chaining, consent, several calls, native formats."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sample_drivers import Calculator, Echo, Greeter
+
+from mcs_host import DriverResponse, MCSDriver, MCSToolDriver, Orchestrator, ToolCall, tool_name
+
+
+def names(orchestrator: Orchestrator) -> list[str]:
+    return [t.name for t in orchestrator.list_tools()]
+
+
+def test_unique_names_stay_and_shared_ones_get_their_label() -> None:
+    stack = Orchestrator({"calc": Calculator(), "echo": Echo()})
+    assert names(stack) == ["calc__add", "echo", "echo__add"]
+    assert stack.route("calc__add") == ("calc", "add")
+    assert stack.route("echo") == ("echo", "echo")
+    always = Orchestrator({"calc": Calculator()}, namespace="always")
+    assert names(always) == ["calc__add"]
+
+
+def test_names_are_valid_for_provider_apis_and_stay_unique() -> None:
+    assert tool_name("files.read file") == "files_read_file"
+    long = "x" * 100
+    assert len(tool_name(long)) == 64
+    assert tool_name(long) != tool_name(long + "y")
+
+    class Dotted(Calculator):
+        def list_tools(self) -> list[Any]:
+            return [
+                {"name": "math.add", "description": "a"},
+                {"name": "math_add", "description": "b"},
+            ]
+
+    stack = Orchestrator({"m": Dotted()})
+    assert len(set(names(stack))) == 2
+    assert all(len(n) <= 64 for n in names(stack))
+
+
+def test_an_orchestrator_is_both_driver_kinds_and_nests() -> None:
+    inner = Orchestrator({"calc": Calculator(), "echo": Echo()})
+    assert isinstance(inner, MCSDriver)
+    assert isinstance(inner, MCSToolDriver)
+    outer = Orchestrator({"inner": inner, "calc": Calculator()})
+    # the inner names are already unique; the outer calculator's "add" clashes with none
+    assert names(outer) == ["calc__add", "echo", "echo__add", "add"]
+    assert outer.route("calc__add") == ("inner", "calc__add")
+    assert outer.execute_tool("calc__add", {"a": 1, "b": 2}) == 3
+    assert outer.execute_tool("add", {"a": 1, "b": 5}) == 6
+    deeper = Orchestrator({"outer": outer, "again": Orchestrator({"calc": Calculator()})})
+    assert names(deeper) == ["calc__add", "echo", "echo__add", "outer__add", "again__add"]
+    response = outer.process_llm_response('{"tool": "echo", "arguments": {"text": "hi"}}')
+    assert (response.call_executed, response.tool_call_result) == (True, "hi")
+
+
+def test_labels_come_from_meta_names_when_a_list_is_given() -> None:
+    stack = Orchestrator([Calculator(), Calculator(), Echo()])
+    assert stack.labels == ("calculator", "calculator-2", "echo")
+
+
+def test_tools_can_be_mounted_and_unmounted_at_run_time() -> None:
+    stack = Orchestrator({"calc": Calculator()})
+    assert names(stack) == ["add"]
+    stack.mount("echo", Echo())
+    assert names(stack) == ["calc__add", "echo", "echo__add"]
+    stack.unmount("calc")
+    assert names(stack) == ["echo", "add"]
+    with pytest.raises(KeyError, match="no driver is mounted as 'calc'"):
+        stack.unmount("calc")
+    with pytest.raises(ValueError, match="label 'echo' is already mounted"):
+        stack.mount("echo", Echo())
+    with pytest.raises(ValueError, match="use letters, digits"):
+        stack.mount("a__b", Echo())
+
+
+def test_a_text_call_runs_and_answers_in_the_history() -> None:
+    calc = Calculator()
+    stack = Orchestrator({"calc": calc})
+    text = 'Sure, let me add.\n```json\n{"tool": "add", "arguments": {"a": 2, "b": 3}}\n```'
+    response = stack.process_llm_response(text)
+    assert (response.call_executed, response.call_failed, response.tool_call_result) == (
+        True,
+        False,
+        5,
+    )
+    assert response.messages == [
+        {"role": "assistant", "content": text},
+        {"role": "user", "content": "Result of add:\n5.0"},
+    ]
+    assert calc.calls == [("add", {"a": 2, "b": 3})]
+
+
+def test_several_calls_all_run_in_order() -> None:
+    stack = Orchestrator({"calc": Calculator(), "echo": Echo()})
+    text = json.dumps(
+        [
+            {"tool": "calc__add", "arguments": {"a": 1, "b": 1}},
+            {"tool": "echo", "arguments": {"text": "done"}},
+        ]
+    )
+    response = stack.process_llm_response(text)
+    assert response.tool_call_result == [2, "done"]
+    assert response.messages is not None
+    assert response.messages[1]["content"] == "Result of calc__add:\n2.0\n\nResult of echo:\ndone"
+
+
+def test_openai_native_calls_get_an_answer_per_id() -> None:
+    stack = Orchestrator({"calc": Calculator()})
+    completion = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+                        },
+                        {
+                            "id": "call_2",
+                            "type": "function",
+                            "function": {"name": "sub", "arguments": "{}"},
+                        },
+                    ],
+                }
+            }
+        ]
+    }
+    response = stack.process_llm_response(completion)
+    assert (response.call_executed, response.call_failed) == (True, True)
+    assert response.tool_call_result == [3, None]
+    assert response.messages is not None
+    assert [m.get("tool_call_id") for m in response.messages[1:]] == ["call_1", "call_2"]
+    assert response.messages[2]["content"] == "error: unknown tool 'sub'"
+    assert response.retry_prompt is not None
+    assert "Available tools: add" in response.retry_prompt
+
+
+def test_anthropic_tool_use_blocks_are_answered_with_tool_results() -> None:
+    stack = Orchestrator({"echo": Echo()})
+    message = {
+        "role": "assistant",
+        "type": "message",
+        "content": [
+            {"type": "text", "text": "Echoing."},
+            {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "x"}},
+        ],
+    }
+    response = stack.process_llm_response(message)
+    assert response.tool_call_result == "x"
+    assert response.messages is not None
+    assert response.messages[1] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}],
+    }
+
+
+def test_bad_arguments_fail_with_a_retry_prompt() -> None:
+    stack = Orchestrator({"calc": Calculator()})
+    response = stack.process_llm_response('{"tool": "add", "arguments": {"a": 1}}')
+    assert (response.call_executed, response.call_failed) == (False, True)
+    assert (
+        response.call_detail == "add failed: tool 'add', argument 'b': required argument is missing"
+    )
+    assert response.retry_prompt is not None
+    assert response.retry_prompt.startswith("The tool call could not be carried out:\n- add failed")
+
+
+def test_a_driver_exception_becomes_a_failed_call_not_a_crash() -> None:
+    class Crashing(Calculator):
+        def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+            raise KeyError("secret")
+
+    response = Orchestrator({"c": Crashing()}).process_llm_response(
+        '{"tool": "add", "arguments": {}}'
+    )
+    assert response.call_failed
+    assert response.call_detail == "add failed: KeyError: 'secret'"
+
+
+def test_unknown_tools_pass_through_by_default_and_fail_when_asked() -> None:
+    text = '{"tool": "weather", "arguments": {}}'
+    assert Orchestrator({"calc": Calculator()}).process_llm_response(text) == DriverResponse()
+    failing = Orchestrator({"calc": Calculator()}, on_unknown="fail").process_llm_response(text)
+    assert failing.call_failed
+    assert failing.call_detail == "unknown tool 'weather'"
+
+
+def test_answers_and_prose_are_not_calls() -> None:
+    stack = Orchestrator({"calc": Calculator()}, on_unknown="fail")
+    for text in ("The sum is 5.", '{"name": "Ann", "age": 3}', "Use {braces} freely."):
+        assert stack.process_llm_response(text).is_empty, text
+
+
+def test_standalone_drivers_are_chained_after_the_tools() -> None:
+    stack = Orchestrator({"calc": Calculator(), "greet": Greeter()})
+    assert names(stack) == ["add"]
+    assert stack.process_llm_response("greet:Ann").tool_call_result == "hello Ann"
+    assert (
+        stack.process_llm_response(
+            '{"tool": "add", "arguments": {"a": 1, "b": 1}}'
+        ).tool_call_result
+        == 2
+    )
+    assert stack.process_llm_response("nothing to do").is_empty
+    assert "To greet, answer greet:<name>." in stack.get_driver_system_message()
+
+
+def test_consent_sees_each_call_before_it_runs() -> None:
+    calc = Calculator()
+    seen: list[ToolCall] = []
+
+    def consent(call: ToolCall) -> bool:
+        seen.append(call)
+        return call.arguments.get("a") != 666
+
+    stack = Orchestrator({"calc": calc}, consent=consent)
+    denied = stack.process_llm_response('{"tool": "add", "arguments": {"a": 666, "b": 1}}')
+    assert denied.call_failed
+    assert denied.call_detail == "the call of 'add' was not approved"
+    assert calc.calls == []
+    allowed = stack.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 1}}')
+    assert allowed.call_executed
+    assert [c.arguments["a"] for c in seen] == [666, 1]
+
+
+def test_detect_and_execute_split_the_call_for_the_client() -> None:
+    calc = Calculator()
+    stack = Orchestrator({"calc": calc})
+    detection = stack.detect('{"tool": "add", "arguments": {"a": 4, "b": 4}}')
+    assert [(c.name, dict(c.arguments)) for c in detection.calls] == [("add", {"a": 4, "b": 4})]
+    assert calc.calls == []  # nothing ran yet
+    assert stack.execute(detection).tool_call_result == 8
+
+
+def test_the_prompt_lists_every_tool_with_its_schema() -> None:
+    stack = Orchestrator({"calc": Calculator()})
+    described = json.loads(stack.get_function_description())
+    assert described == [
+        {
+            "name": "add",
+            "description": "Add two numbers.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "number", "description": "First addend."},
+                    "b": {"type": "number", "description": "Second addend."},
+                },
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+        }
+    ]
+    assert '{"tool": "<tool name>", "arguments"' in stack.get_driver_system_message()
