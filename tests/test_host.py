@@ -1,0 +1,281 @@
+"""The host pipeline with in-process drivers and plugins: isolation, report, hooks, options."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+from sample_drivers import (
+    BrokenConstructor,
+    BrokenTools,
+    Calculator,
+    Echo,
+    FalseClaim,
+    HangingTools,
+    Healthy,
+    InvalidTools,
+)
+
+from mcs_host import (
+    DriverMeta,
+    DriverSettings,
+    LoadError,
+    SupportsAutostart,
+    ToolCall,
+    hookimpl,
+    make_test_host,
+)
+
+
+def test_the_test_host_mounts_exactly_what_it_is_given() -> None:
+    driver, report = make_test_host({"calc": Calculator, "echo": Echo()})
+    assert [(r.label, r.status, r.trust) for r in report.records] == [
+        ("calc", "mounted", "in-process"),
+        ("echo", "mounted", "in-process"),
+    ]
+    assert report.get("calc") is not None
+    assert [t.name for t in driver.list_tools()] == ["calc__add", "echo", "echo__add"]
+    assert (
+        driver.process_llm_response('{"tool": "echo", "arguments": {"text": "x"}}').tool_call_result
+        == "x"
+    )
+
+
+def test_constructor_settings_reach_the_driver() -> None:
+    driver, _ = make_test_host({"echo": Echo}, settings={"echo": {"prefix": "> "}})
+    assert driver.execute_tool("echo", {"text": "hi"}) == "> hi"
+    _, report = make_test_host({"echo": Echo}, settings={"echo": {"prefx": "> "}})
+    record = report.get("echo")
+    assert record is not None
+    assert record.reason == "constructor-error"
+    assert "unexpected keyword argument 'prefx'" in record.message
+    assert "settings come from [drivers.<label>.settings]" in record.message
+
+
+@pytest.mark.parametrize(
+    ("broken", "reason", "message"),
+    [
+        (
+            BrokenConstructor,
+            "constructor-error",
+            "constructor raised RuntimeError: cannot reach the backend (at sample_drivers.py:",
+        ),
+        (BrokenTools, "list-tools-error", "list_tools raised ConnectionError: spec server is down"),
+        (InvalidTools, "invalid-tools", "tool 0 ('nameless-description') is invalid"),
+        (
+            FalseClaim,
+            "false-capability",
+            "declares the capability 'healthcheck' but does not implement "
+            "SupportsHealthcheck (healthcheck)",
+        ),
+    ],
+    ids=["constructor", "list_tools", "invalid-tools", "false-capability"],
+)
+def test_one_broken_driver_is_recorded_and_the_others_mount(
+    broken: type, reason: str, message: str
+) -> None:
+    driver, report = make_test_host({"broken": broken, "calc": Calculator})
+    record = report.get("broken")
+    assert record is not None
+    assert record.status in ("failed", "rejected")
+    assert record.reason == reason
+    assert message in record.message
+    assert [r.label for r in report.mounted] == ["calc"]
+    assert [t.name for t in driver.list_tools()] == ["add"]
+    if reason.endswith("-error"):
+        assert record.traceback is not None
+        assert "Traceback" in record.traceback
+
+
+def test_a_hanging_list_tools_times_out_and_the_rest_mounts() -> None:
+    try:
+        _, report = make_test_host({"hang": HangingTools, "calc": Calculator}, timeout=0.3)
+    finally:
+        HangingTools.release.set()
+    record = report.get("hang")
+    assert record is not None
+    assert (record.status, record.reason, record.message) == (
+        "failed",
+        "timeout",
+        "list_tools did not return within 0.3 s",
+    )
+    assert record.timings["list_tools"] >= 0.3
+    assert [r.label for r in report.mounted] == ["calc"]
+
+
+def test_strict_mode_turns_any_failure_into_an_error() -> None:
+    with pytest.raises(LoadError) as caught:
+        make_test_host({"broken": BrokenTools, "calc": Calculator}, strict=True)
+    report = caught.value.report
+    line = _line_of(BrokenTools.list_tools)
+    assert report.errors == (
+        "broken: list-tools-error: list_tools raised ConnectionError: spec server is down "
+        f"(at sample_drivers.py:{line} in list_tools)",
+    )
+    assert [r.label for r in report.mounted] == ["calc"]
+
+
+def _line_of(function: Any) -> int:
+    return int(function.__code__.co_firstlineno) + 1
+
+
+def test_required_drivers_and_versions() -> None:
+    with pytest.raises(LoadError, match=r"required driver ghost is not installed"):
+        make_test_host({"calc": Calculator}, require={"ghost": ""})
+    with pytest.raises(
+        LoadError,
+        match=r"required driver echo >=3 did not mount: required-version: echo 2\.1\.0 does not",
+    ):
+        make_test_host({"echo": Echo}, require={"echo": ">=3"})
+    _, report = make_test_host({"echo": Echo}, require={"echo": ">=2,<3"})
+    assert report.ok
+
+
+def test_required_capabilities() -> None:
+    _, report = make_test_host(
+        {"calc": Calculator, "healthy": Healthy}, require_capabilities=("healthcheck",)
+    )
+    calc = report.get("calc")
+    assert calc is not None
+    assert (calc.reason, calc.message) == (
+        "missing-capability",
+        "lacks the required capability 'healthcheck'",
+    )
+    assert [r.label for r in report.mounted] == ["healthy"]
+
+
+def test_healthcheck_runs_only_when_asked_and_keeps_unhealthy_drivers_out() -> None:
+    _, quiet = make_test_host({"h": Healthy}, settings={"h": {"status": "ERROR"}})
+    assert [r.label for r in quiet.mounted] == ["h"]
+    _, checked = make_test_host(
+        {"h": Healthy, "ok": Healthy}, settings={"h": {"status": "ERROR"}}, healthcheck=True
+    )
+    sick = checked.get("h")
+    assert sick is not None
+    assert (sick.status, sick.reason) == ("failed", "unhealthy")
+    assert "'status': 'ERROR'" in sick.message
+    well = checked.get("ok")
+    assert well is not None
+    assert well.health == {"status": "OK", "detail": "checked"}
+
+
+class Starter(Calculator, SupportsAutostart):
+    meta = DriverMeta(id="start-0001", name="Starter", version="1.0.0", capabilities=("autostart",))
+    started: ClassVar[list[dict[str, Any]]] = []
+
+    def autostart(self, kwargs: dict[str, Any]) -> None:
+        self.started.append(kwargs)
+
+
+def test_autostart_runs_only_when_the_configuration_opts_in() -> None:
+    Starter.started.clear()
+    make_test_host({"s": Starter})
+    assert Starter.started == []
+    opted_in = DriverSettings(autostart=True, autostart_settings={"port": 8080})
+    _, report = make_test_host(
+        {"s": Starter, "calc": Calculator}, settings={"s": opted_in, "calc": opted_in}
+    )
+    assert Starter.started == [{"port": 8080}]
+    calc = report.get("calc")
+    assert calc is not None
+    assert (calc.status, calc.reason) == ("failed", "autostart-unsupported")
+
+
+def test_an_in_process_label_cannot_take_a_configured_one() -> None:
+    from mcs_host import Host, HostConfig
+
+    host = Host(
+        HostConfig(
+            autoload=False, plugins=False, registries=(), drivers={"calc": DriverSettings()}
+        ),
+        search_path=[],
+    )
+    host.add_driver("calc", Calculator)
+    _, report = host.load()
+    reasons = sorted((r.label, r.reason) for r in report.records)
+    assert reasons == [("calc", "label-taken"), ("calc", "not-installed")]
+
+
+def test_only_the_labels_asked_for_are_loaded() -> None:
+    constructed: list[str] = []
+
+    class Counting(Calculator):
+        def __init__(self) -> None:
+            super().__init__()
+            constructed.append("made")
+
+    from mcs_host import Host, HostConfig
+
+    host = Host(HostConfig(autoload=False, plugins=False, registries=()), search_path=[])
+    host.add_driver("a", Counting)
+    host.add_driver("b", Counting)
+    _, report = host.load(["a"])
+    assert [(r.label, r.status, r.reason) for r in report.records] == [
+        ("a", "mounted", "mounted"),
+        ("b", "skipped", "not-requested"),
+    ]
+    assert constructed == ["made"]
+    with pytest.raises(LoadError, match="nope: no driver has this label"):
+        host.load(["nope"])
+
+
+class ConsentPlugin:
+    def __init__(self) -> None:
+        self.audited: list[tuple[str, Any, Any]] = []
+        self.loaded: list[int] = []
+
+    @hookimpl
+    def mcs_host_consent(self, call: ToolCall) -> bool | None:
+        return False if call.name == "echo" else None
+
+    @hookimpl
+    def mcs_host_after_tool_call(
+        self, call: ToolCall, result: Any, error: BaseException | None
+    ) -> None:
+        self.audited.append((call.name, result, error))
+
+    @hookimpl
+    def mcs_host_loaded(self, report: Any) -> None:
+        self.loaded.append(len(report.records))
+
+
+def test_plugins_approve_audit_and_see_the_report() -> None:
+    plugin = ConsentPlugin()
+    driver, report = make_test_host({"calc": Calculator, "echo": Echo}, plugins=[plugin])
+    assert [(p.label, p.status) for p in report.plugins] == [("ConsentPlugin", "mounted")]
+    assert plugin.loaded == [2]
+    denied = driver.process_llm_response('{"tool": "echo", "arguments": {"text": "x"}}')
+    assert denied.call_detail == "the call of 'echo' was not approved"
+    ran = driver.process_llm_response('{"tool": "calc__add", "arguments": {"a": 1, "b": 2}}')
+    assert ran.tool_call_result == 3
+    assert plugin.audited == [("calc__add", 3.0, None)]
+
+
+class UnknownHookPlugin:
+    @hookimpl
+    def mcs_host_before_everything(self) -> None:
+        """Not a hook this host specifies."""
+
+
+def test_a_plugin_with_an_unknown_hook_is_refused_and_the_rest_loads() -> None:
+    driver, report = make_test_host(
+        {"calc": Calculator}, plugins=[UnknownHookPlugin(), ConsentPlugin()]
+    )
+    refused, accepted = report.plugins
+    assert (refused.status, refused.reason) == ("failed", "invalid-plugin")
+    assert "implements unknown hook 'mcs_host_before_everything'" in refused.message
+    assert "known hooks: mcs_host_after_tool_call, mcs_host_codecs" in refused.message
+    assert accepted.status == "mounted"
+    assert [t.name for t in driver.list_tools()] == ["add"]
+
+
+def test_a_consent_hook_that_raises_denies_the_call() -> None:
+    class Broken:
+        @hookimpl
+        def mcs_host_consent(self, call: ToolCall) -> bool:
+            raise RuntimeError("policy server down")
+
+    driver, _ = make_test_host({"calc": Calculator}, plugins=[Broken()])
+    with pytest.warns(RuntimeWarning, match="consent hook raised"):
+        response = driver.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 2}}')
+    assert response.call_detail == "the call of 'add' was not approved"
