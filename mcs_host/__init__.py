@@ -12,6 +12,26 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .calls import (
+        Detection,
+        ToolCall,
+        detect,
+        messages_for,
+    )
+    from .compat import (
+        Incompatibility,
+        capability_problems,
+        host_requirement_problem,
+        meta_of,
+        version_problem,
+    )
+    from .config import (
+        ConfigError,
+        DriverSettings,
+        HostConfig,
+        TrustSettings,
+        load_config,
+    )
     from .contract import (
         CAPABILITY_MIXINS,
         CONTRACT_VERSION,
@@ -40,12 +60,29 @@ if TYPE_CHECKING:
     )
     from .discovery import (
         ENTRY_POINT_GROUP,
+        PLUGIN_GROUP,
         Candidate,
         Discovery,
         Problem,
         discover,
         normalize_name,
         parse_entry_points,
+    )
+    from .hooks import (
+        HostHooks,
+        PluginError,
+        hookimpl,
+        hookspec,
+        plugin_manager,
+        register_plugin,
+    )
+    from .host import (
+        Host,
+        Loaded,
+        LoadError,
+        LoadRecord,
+        LoadReport,
+        load_drivers,
     )
     from .importer import (
         IntegrityError,
@@ -72,6 +109,12 @@ if TYPE_CHECKING:
         manifest_meta,
         parse_arguments,
         tool_from_model,
+    )
+    from .orchestrator import (
+        Orchestrator,
+        is_standalone_driver,
+        is_tool_driver,
+        tool_name,
     )
     from .registry import (
         REGISTRY_FORMAT,
@@ -110,6 +153,9 @@ if TYPE_CHECKING:
         SignatureError,
         pae,
     )
+    from .testing import (
+        make_test_host,
+    )
     from .verification import (
         Status,
         TrustPolicy,
@@ -130,6 +176,13 @@ _SUBMODULES = (
     "release",
     "verification",
     "importer",
+    "calls",
+    "orchestrator",
+    "config",
+    "compat",
+    "hooks",
+    "host",
+    "testing",
 )
 
 __all__ = [
@@ -138,28 +191,42 @@ __all__ = [
     "DIGEST_FORMAT",
     "ENTRY_POINT_GROUP",
     "MANIFEST_FILE",
+    "PLUGIN_GROUP",
     "REGISTRY_FORMAT",
     "REGISTRY_PAYLOAD_TYPE",
     "RELEASE_PAYLOAD_TYPE",
     "SIGNATURE_FILE",
     "Binding",
     "Candidate",
+    "ConfigError",
     "ContractError",
+    "Detection",
     "Discovery",
     "DriverContext",
     "DriverEntry",
     "DriverManifest",
     "DriverMeta",
     "DriverResponse",
+    "DriverSettings",
     "Envelope",
     "FileEntry",
     "Finding",
+    "Host",
+    "HostConfig",
+    "HostHooks",
+    "Incompatibility",
     "IntegrityError",
+    "LoadError",
+    "LoadRecord",
+    "LoadReport",
+    "Loaded",
     "MCSDriver",
     "MCSToolDriver",
     "ModuleFile",
+    "Orchestrator",
     "PathEscapeError",
     "Pin",
+    "PluginError",
     "PrivateKey",
     "Problem",
     "PublicKey",
@@ -179,6 +246,7 @@ __all__ = [
     "SupportsHealthcheck",
     "Tool",
     "ToolArgumentError",
+    "ToolCall",
     "ToolCallSignaling",
     "ToolError",
     "ToolParameter",
@@ -187,27 +255,42 @@ __all__ = [
     "TrustIndex",
     "TrustManifest",
     "TrustPolicy",
+    "TrustSettings",
     "UnknownToolError",
     "Verification",
     "VerifiedImporter",
     "__version__",
+    "capability_problems",
     "check_runtime_meta",
     "contract_schemas",
     "default_registry_paths",
+    "detect",
     "discover",
     "editable_source",
+    "hookimpl",
+    "hookspec",
+    "host_requirement_problem",
     "implemented_capabilities",
     "import_driver",
     "is_semver",
+    "is_standalone_driver",
+    "is_tool_driver",
+    "load_config",
+    "load_drivers",
     "load_index",
     "load_registry",
     "lock",
+    "make_test_host",
     "manifest_meta",
+    "messages_for",
+    "meta_of",
     "module_files",
     "normalize_name",
     "pae",
     "parse_arguments",
     "parse_entry_points",
+    "plugin_manager",
+    "register_plugin",
     "release_from_candidates",
     "release_from_installed",
     "release_from_wheel",
@@ -216,9 +299,11 @@ __all__ = [
     "scan_wheel",
     "sign_wheel",
     "tool_from_model",
+    "tool_name",
     "verified_importer",
     "verify",
     "verify_candidate",
+    "version_problem",
 ]
 
 

@@ -8,14 +8,17 @@ import sys
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 
 from . import __version__
-from .discovery import Candidate, Discovery, discover
+from .discovery import PLUGIN_GROUP, Candidate, Discovery, discover
 
 if TYPE_CHECKING:
+    from .config import HostConfig
+    from .contract import DriverResponse
+    from .host import Loaded, LoadReport
     from .registry import RegistryError, TrustIndex, TrustLabel
     from .verification import Verification
 
@@ -81,23 +84,58 @@ RegistryKeyOption = Annotated[
     ),
 ]
 ThresholdOption = Annotated[
-    int,
+    int | None,
     typer.Option("--threshold", min=1, help="Signatures by distinct keys a signed registry needs."),
 ]
 AllowUnverifiedOption = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--allow-unverified",
-        envvar="MCS_HOST_ALLOW_UNVERIFIED",
-        help="Allow drivers no registry pins or signs. For development only.",
+        "--allow-unverified/--no-allow-unverified",
+        help="Allow drivers no registry pins or signs (development only; each load warns). "
+        "Also MCS_HOST_ALLOW_UNVERIFIED=1.",
+        show_default=False,
     ),
 ]
 AllowExtensionsOption = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--allow-extensions",
-        envvar="MCS_HOST_ALLOW_EXTENSIONS",
+        "--allow-extensions/--no-allow-extensions",
         help="Allow drivers that ship extension modules (not re-checked at import).",
+        show_default=False,
+    ),
+]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Host config file. Default: $MCS_HOST_CONFIG, else ./mcs-host.toml, else "
+        "[tool.mcs-host] in ./pyproject.toml.",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+StrictOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--strict/--no-strict",
+        help="Any driver that does not mount is an error (exit 1).",
+        show_default=False,
+    ),
+]
+HealthcheckOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--healthcheck/--no-healthcheck",
+        help="Run healthcheck() of drivers that declare it; unhealthy ones are not mounted.",
+        show_default=False,
+    ),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="A constructor setting LABEL.KEY=VALUE (VALUE is JSON, else a string); repeatable.",
+        metavar="LABEL.KEY=VALUE",
     ),
 ]
 
@@ -175,17 +213,69 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def _load_trust(
-    registries: Sequence[Path] | None, keys: Sequence[str] | None, threshold: int
-) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
+def _config(
+    config: Path | None,
+    registry: Sequence[Path] | None,
+    registry_key: Sequence[str] | None,
+    threshold: int | None,
+    allow_unverified: bool | None,
+    allow_extensions: bool | None,
+    *,
+    strict: bool | None = None,
+    healthcheck: bool | None = None,
+    sets: Sequence[str] | None = None,
+) -> HostConfig:
+    """The host configuration: file and environment, then the command line's options."""
+    from .config import ConfigError, HostConfig, load_config
+
+    trust = {
+        key: value
+        for key, value in (
+            ("allow_unverified", allow_unverified),
+            ("allow_extensions", allow_extensions),
+        )
+        if value is not None
+    }
+    try:
+        loaded = load_config(
+            config,
+            registries=[os.fspath(p) for p in registry] if registry else None,
+            registry_keys=list(registry_key) if registry_key else None,
+            registry_threshold=threshold,
+            trust=trust,
+            strict=strict,
+            healthcheck=healthcheck,
+        )
+        if not sets:
+            return loaded
+        drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
+        for item in sets:
+            target, sep, raw = item.partition("=")
+            label, dot, key = target.partition(".")
+            if not (sep and dot and label and key):
+                raise typer.BadParameter(f"{item!r} is not LABEL.KEY=VALUE", param_hint="--set")
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw
+            drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
+        return HostConfig.model_validate(
+            {**loaded.model_dump(), "drivers": drivers, "source": loaded.source}
+        )
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
+def _load_trust(config: HostConfig) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
     from .registry import RegistrySource, default_registry_paths, load_index
     from .signing import PublicKey
 
     try:
-        public = tuple(PublicKey.parse(key) for key in keys or ())
+        public = tuple(PublicKey.parse(key) for key in config.registry_keys)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--registry-key") from None
-    paths = [os.fspath(p) for p in registries] if registries else default_registry_paths()
+    paths = list(config.registries) if config.registries is not None else default_registry_paths()
+    threshold = config.registry_threshold
     index, errors = load_index([RegistrySource(p, public, threshold) for p in paths])
     return index, errors, paths
 
@@ -195,11 +285,12 @@ def verify_drivers(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
     path: SearchPathOption = None,
+    config: ConfigOption = None,
     registry: RegistryOption = None,
     registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = 1,
-    allow_unverified: AllowUnverifiedOption = False,
-    allow_extensions: AllowExtensionsOption = False,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    allow_extensions: AllowExtensionsOption = None,
 ) -> None:
     """Check each driver's installed files against the registries, without importing it.
 
@@ -207,11 +298,17 @@ def verify_drivers(
     """
     from .verification import TrustPolicy, verify
 
-    index, errors, paths = _load_trust(registry, registry_key, threshold)
+    settings = _config(
+        config, registry, registry_key, threshold, allow_unverified, allow_extensions
+    )
+    index, errors, paths = _load_trust(settings)
     found = discover(path)
     wanted = list(labels or ())
     missing = [label for label in wanted if not found.get(label)]
-    policy = TrustPolicy(allow_unverified=allow_unverified, allow_extensions=allow_extensions)
+    policy = TrustPolicy(
+        allow_unverified=settings.trust.allow_unverified,
+        allow_extensions=settings.trust.allow_extensions,
+    )
     results = verify(found, index, policy, wanted)
     if as_json:
         typer.echo(json.dumps(_verify_json(paths, errors, results, missing), indent=2))
@@ -374,7 +471,9 @@ def lock_drivers(
             releases = [release_from_wheel(w) for w in wheel]
         else:
             found = discover(path)
-            wanted = [c for c in found.candidates if not labels or c.label in labels]
+            plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
+            candidates = (*found.candidates, *plugins.candidates)
+            wanted = [c for c in candidates if not labels or c.label in labels]
             missing = sorted(set(labels or ()) - {c.label for c in wanted})
             if missing:
                 _fail(f"no installed driver has the label {', '.join(missing)}")
@@ -489,7 +588,210 @@ def sign_registry(
     typer.echo(f"signed registry version {registry.version} with {len(key)} key(s): {output}")
 
 
-def _fail(message: str) -> typer.Exit:
+def _load(
+    config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None
+) -> tuple[Loaded | None, LoadReport]:
+    from .host import Host, LoadError
+
+    search = [os.fspath(p) for p in path] if path else None
+    try:
+        loaded = Host(config, search_path=search).load(list(labels))
+    except LoadError as exc:
+        return None, exc.report
+    return loaded, loaded.report
+
+
+@app.command("load")
+def load_command(
+    labels: LabelsArgument = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    allow_extensions: AllowExtensionsOption = None,
+    strict: StrictOption = None,
+    healthcheck: HealthcheckOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+    prompt: Annotated[
+        bool, typer.Option("--prompt", help="Also print the system prompt of the loaded stack.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model the prompt is for.", metavar="NAME")
+    ] = None,
+) -> None:
+    """Discover, verify, check, import and mount the drivers; show the load report.
+
+    Exits 1 only for errors: strict mode, required drivers, labels that do not exist.
+    """
+    settings = _config(
+        config,
+        registry,
+        registry_key,
+        threshold,
+        allow_unverified,
+        allow_extensions,
+        strict=strict,
+        healthcheck=healthcheck,
+        sets=sets,
+    )
+    loaded, report = _load(settings, labels or (), path)
+    if as_json:
+        document = _report_json(report, loaded)
+        if prompt and loaded is not None:
+            document["system_prompt"] = loaded.driver.get_driver_system_message(model)
+        typer.echo(json.dumps(document, indent=2, default=str))
+    else:
+        typer.echo(_report_text(report, loaded))
+        if prompt and loaded is not None:
+            typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
+    def record(r: Any) -> dict[str, Any]:
+        return {
+            "label": r.label,
+            "kind": r.kind,
+            "driver": r.driver,
+            "distribution": r.distribution,
+            "version": r.version,
+            "status": r.status,
+            "reason": r.reason,
+            "message": r.message,
+            "trust": r.trust,
+            "tools": list(r.tools),
+            "timings_ms": {k: round(v * 1000, 3) for k, v in r.timings.items()},
+            "warnings": list(r.warnings),
+            "traceback": r.traceback,
+            "health": r.health,
+        }
+
+    tools = []
+    if loaded is not None:
+        for tool in loaded.driver.list_tools():
+            label, own = loaded.driver.route(tool.name)
+            tools.append({"name": tool.name, "label": label, "tool": own})
+    return {
+        "ok": report.ok,
+        "errors": list(report.errors),
+        "registry_errors": list(report.registry_errors),
+        "drivers": [record(r) for r in report.records],
+        "plugins": [record(r) for r in report.plugins],
+        "tools": tools,
+        "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
+    }
+
+
+def _report_text(report: LoadReport, loaded: Loaded | None) -> str:
+    lines = [f"  registry refused: {e}" for e in report.registry_errors]
+    rows = [
+        [
+            r.label,
+            r.driver or "-",
+            r.distribution or "-",
+            r.version or "-",
+            r.status,
+            r.trust or "-",
+            str(len(r.tools)) if r.status == "mounted" else "-",
+            f"{sum(r.timings.values()) * 1000:.1f} ms" if r.timings else "-",
+        ]
+        for r in (*report.records, *report.plugins)
+    ]
+    if rows:
+        headers = ["LABEL", "DRIVER", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "TOOLS", "TIME"]
+        lines += _table(headers, rows)
+        lines.append("")
+    for r in (*report.records, *report.plugins):
+        if r.status != "mounted":
+            lines.append(f"{r.label}: {r.reason}: {r.message}")
+        lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
+    if loaded is not None and loaded.driver.list_tools():
+        lines.append("Tools:")
+        for tool in loaded.driver.list_tools():
+            label, own = loaded.driver.route(tool.name)
+            lines.append(f"  {tool.name}  ({label}: {own})")
+    lines += [f"error: {e}" for e in report.errors]
+    mounted = len(report.mounted)
+    total = report.timings.get("total", 0.0) * 1000
+    lines.append(f"{mounted} of {len(report.records)} drivers mounted in {total:.0f} ms.")
+    return "\n".join(lines)
+
+
+def _respond(response: DriverResponse) -> None:
+    typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
+    if response.call_failed:
+        raise typer.Exit(1)
+
+
+@app.command("call")
+def call_command(
+    tool: Annotated[str, typer.Argument(help="The tool's name as the loaded stack lists it.")],
+    args: Annotated[str, typer.Option("--args", help="The arguments, a JSON object.")] = "{}",
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Load the stack and send it one tool call; print the DriverResponse."""
+    try:
+        arguments = json.loads(args)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
+    loaded = _loaded_or_exit(config, registry, allow_unverified, sets, path)
+    _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
+
+
+@app.command("run")
+def run_command(
+    text: Annotated[str, typer.Argument(help="An LLM's output, or - to read it from stdin.")],
+    as_object: Annotated[
+        bool, typer.Option("--object", help="The output is a provider's JSON message object.")
+    ] = False,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Load the stack and pass it an LLM's output; print the DriverResponse."""
+    raw = sys.stdin.read() if text == "-" else text
+    output: str | dict[str, Any] = raw
+    if as_object:
+        try:
+            output = json.loads(raw)
+        except ValueError as exc:
+            raise typer.BadParameter(f"not JSON: {exc}", param_hint="--object") from None
+    loaded = _loaded_or_exit(config, registry, allow_unverified, sets, path)
+    _respond(loaded.driver.process_llm_response(output))
+
+
+def _loaded_or_exit(
+    config: Path | None,
+    registry: Sequence[Path] | None,
+    allow_unverified: bool | None,
+    sets: Sequence[str] | None,
+    path: Sequence[Path] | None,
+) -> Loaded:
+    settings = _config(config, registry, None, None, allow_unverified, None, sets=sets)
+    loaded, report = _load(settings, (), path)
+    for record in report.records:
+        if record.status == "mounted":
+            typer.echo(f"mounted {record.label} ({record.trust})", err=True)
+        elif record.status in ("rejected", "failed"):
+            typer.echo(f"not mounted {record.label}: {record.reason}: {record.message}", err=True)
+    if loaded is None:
+        for error in report.errors:
+            typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1)
+    return loaded
+
+
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 

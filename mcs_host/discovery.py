@@ -18,6 +18,7 @@ from pathlib import Path
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "PLUGIN_GROUP",
     "Candidate",
     "Discovery",
     "Problem",
@@ -28,6 +29,8 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "mcs.drivers"
 """The entry point group drivers register in: ``label = module:object``."""
+PLUGIN_GROUP = "mcs.host_plugins"
+"""The entry point group host plugins register in: ``name = module`` or ``module:object``."""
 
 _LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
@@ -118,11 +121,15 @@ class _Installed:
 
 
 def discover(
-    path: Sequence[str | os.PathLike[str]] | None = None, group: str = ENTRY_POINT_GROUP
+    path: Sequence[str | os.PathLike[str]] | None = None,
+    group: str = ENTRY_POINT_GROUP,
+    *,
+    require_object: bool = True,
 ) -> Discovery:
     """Find the drivers declared in entry point ``group`` on ``path`` (default ``sys.path``).
 
     Only metadata files are read; no module of any distribution is imported or resolved.
+    With ``require_object`` false, a value may name a module alone (as host plugins do).
     """
     search = tuple(os.fspath(p) for p in (sys.path if path is None else path))
     problems: list[Problem] = []
@@ -137,7 +144,7 @@ def discover(
         used, entries = declared[0]
         if len(seen) > 1:
             problems.append(_duplicate(project, declared))
-        candidates.extend(_candidates(used, entries, problems))
+        candidates.extend(_candidates(used, entries, problems, require_object))
     problems.extend(_label_conflicts(candidates))
     candidates.sort(key=lambda c: (c.label, c.project, c.version, c.metadata_path))
     problems.sort(key=lambda p: (p.code, p.labels, p.distributions, p.message))
@@ -233,14 +240,17 @@ def parse_entry_points(
 
 
 def _candidates(
-    installed: _Installed, entries: Iterable[tuple[str, str]], problems: list[Problem]
+    installed: _Installed,
+    entries: Iterable[tuple[str, str]],
+    problems: list[Problem],
+    require_object: bool,
 ) -> Iterator[Candidate]:
     distribution, version = _name_and_version(installed, problems)
     for label, value in entries:
         candidate = Candidate(
             label, value, distribution, version, installed.metadata_path, installed.location
         )
-        reason = _entry_point_error(value)
+        reason = _entry_point_error(value, require_object)
         if reason:
             problems.append(
                 Problem(
@@ -263,14 +273,15 @@ def _candidates(
         yield candidate
 
 
-def _entry_point_error(value: str) -> str | None:
+def _entry_point_error(value: str, require_object: bool = True) -> str | None:
     """Why ``value`` is not a ``module:object`` reference, or ``None`` if it is one."""
     module, sep, attr = value.partition(":")
-    if not sep:
+    if not sep and require_object:
         return "does not name an object (expected 'module:object')"
-    if "[" in attr:
+    if "[" in value:
         return "has extras, which drivers do not support"
-    for part, what in ((module, "module"), (attr, "object")):
+    parts = ((module, "module"), (attr, "object")) if sep else ((module, "module"),)
+    for part, what in parts:
         names = part.strip().split(".")
         if not all(name.isidentifier() for name in names):
             return f"has an invalid {what} path {part.strip()!r}"

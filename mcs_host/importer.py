@@ -153,7 +153,7 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
     if verified and not isinstance(getattr(module.__spec__, "loader", None), _VerifiedLoader):
         raise IntegrityError(f"{candidate.module} was not imported from verified bytes")
     obj: object = module
-    for part in candidate.attr.split("."):
+    for part in filter(None, candidate.attr.split(".")):
         try:
             obj = getattr(obj, part)
         except AttributeError:

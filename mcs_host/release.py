@@ -25,7 +25,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
-from .discovery import ENTRY_POINT_GROUP, Candidate, normalize_name, parse_entry_points
+from .discovery import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_GROUP,
+    Candidate,
+    normalize_name,
+    parse_entry_points,
+)
 from .integrity import (
     SIGNATURE_FILE,
     TreeScan,
@@ -85,7 +91,7 @@ class Release:
     version: str
     scan: TreeScan
     entry_points: tuple[tuple[str, str], ...]
-    """``(label, module:object)`` in the ``mcs.drivers`` group."""
+    """``(label, module:object)`` in the ``mcs.drivers`` and ``mcs.host_plugins`` groups."""
     metas: Mapping[str, DriverMeta]
     """Label -> the meta its manifest declares (labels without a manifest are absent)."""
     problems: tuple[str, ...]
@@ -143,8 +149,13 @@ def _describe(
     wheel_sha256: str | None = None,
 ) -> Release:
     problems: list[str] = []
-    entries, bad = parse_entry_points(entry_points_text or "", ENTRY_POINT_GROUP)
-    problems += [f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad]
+    entries: list[tuple[str, str]] = []
+    for group in (ENTRY_POINT_GROUP, PLUGIN_GROUP):
+        found, bad = parse_entry_points(entry_points_text or "", group)
+        entries += found
+        problems += [
+            f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad
+        ]
     listed = {e.path for e in scan.digest.entries} if scan.digest is not None else set()
     metas: dict[str, DriverMeta] = {}
     manifests: dict[str, DriverManifest | None] = {}

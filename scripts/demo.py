@@ -3,28 +3,44 @@
     python3.11 scripts/demo.py
 
 Creates .venv (if missing), installs mcs-host and the drivers in plugins/ into it the way a
-user would (pip, not editable), then runs in it ``mcs-host list`` (discovery from installed
-metadata, no driver imported) and ``mcs-host verify`` against registry.json (every installed
-file checked against the pinned digests, still before any driver code runs).
+user would (pip, not editable), then runs in it:
+
+- ``mcs-host list``: discovery from installed metadata, no driver imported;
+- ``mcs-host verify``: every installed file checked against the digests registry.json pins,
+  still before any driver code runs;
+- ``mcs-host load``: the whole pipeline with scripts/demo/mcs-host.toml (strict, both drivers
+  required, their roots set to scripts/demo/data), and the tools the stack offers;
+- ``mcs-host run``: a sample LLM answer holding a tool call, sent through the stack; prints the
+  DriverResponse with the executed tool's result.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CONFIG = Path("scripts") / "demo" / "mcs-host.toml"
+SAMPLE_OUTPUT = """I'll summarise the units sold.
+```json
+{"tool": "summarize_column", "arguments": {"file": "sales.csv", "column": "units"}}
+```"""
 VENV = ROOT / ".venv"
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
 
 
 def run(*command: str | Path) -> None:
-    shown = " ".join(str(c) for c in command).replace(str(ROOT) + os.sep, "")
-    print(f"$ {shown}", flush=True)
+    shown = " ".join(_quoted(str(c)) for c in command).replace(str(ROOT) + os.sep, "")
+    print(f"\n$ {shown}", flush=True)
     subprocess.run([str(c) for c in command], cwd=ROOT, check=True)
+
+
+def _quoted(argument: str) -> str:
+    return shlex.quote(argument) if any(c in argument for c in " \n\"'{") else argument
 
 
 def main() -> int:
@@ -41,6 +57,8 @@ def main() -> int:
     run(mcs_host, "--version")
     run(mcs_host, "list")
     run(mcs_host, "verify", "--registry", "registry.json")
+    run(mcs_host, "load", "--config", CONFIG)
+    run(mcs_host, "run", "--config", CONFIG, SAMPLE_OUTPUT)
     return 0
 
 

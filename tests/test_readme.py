@@ -50,8 +50,11 @@ def test_the_python_api_examples_run(
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("MCS_HOST_STATE_DIR", str(tmp_path))
     examples = blocks("Python API", "python")
-    assert len(examples) == 2
-    for source in examples:
+    assert len(examples) == 4
+    # load_drivers needs verified installs: tests/test_loading.py runs it in a venv
+    for source in (e for e in examples if "load_drivers(" not in e):
         exec(compile(source, "README.md", "exec"), {})  # noqa: S102
+    out = capsys.readouterr().out
     # in this environment the plugins are editable installs: verified, and refused
-    assert "csv rejected editable-install" in capsys.readouterr().out
+    assert "csv rejected editable-install" in out
+    assert "['list_directory', 'read_file', 'search_files', 'stat']" in out
