@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .config import HostConfig
     from .contract import DriverResponse
     from .host import Loaded, LoadReport
-    from .registry import RegistryError, TrustIndex, TrustLabel
+    from .registry import RegistryError, TrustLabel
     from .verification import Verification
 
 app = typer.Typer(
@@ -266,20 +266,6 @@ def _config(
         _fail(str(exc))
 
 
-def _load_trust(config: HostConfig) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
-    from .registry import RegistrySource, default_registry_paths, load_index
-    from .signing import PublicKey
-
-    try:
-        public = tuple(PublicKey.parse(key) for key in config.registry_keys)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--registry-key") from None
-    paths = list(config.registries) if config.registries is not None else default_registry_paths()
-    threshold = config.registry_threshold
-    index, errors = load_index([RegistrySource(p, public, threshold) for p in paths])
-    return index, errors, paths
-
-
 @app.command("verify")
 def verify_drivers(
     labels: LabelsArgument = None,
@@ -301,7 +287,7 @@ def verify_drivers(
     settings = _config(
         config, registry, registry_key, threshold, allow_unverified, allow_extensions
     )
-    index, errors, paths = _load_trust(settings)
+    index, errors, paths = settings.trust_index()
     found = discover(path)
     wanted = list(labels or ())
     missing = [label for label in wanted if not found.get(label)]

@@ -15,6 +15,15 @@ from typing import Any, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .registry import (
+    RegistryError,
+    RegistrySource,
+    TrustIndex,
+    default_registry_paths,
+    load_index,
+)
+from .signing import PublicKey
+
 __all__ = ["ConfigError", "DriverSettings", "HostConfig", "TrustSettings", "load_config"]
 
 
@@ -112,6 +121,13 @@ class HostConfig(_Strict):
     )
     source: str | None = Field(default=None, exclude=True, description="Where this was read.")
 
+    @field_validator("registry_keys")
+    @classmethod
+    def _keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for key in value:
+            PublicKey.parse(key)
+        return value
+
     @field_validator("require")
     @classmethod
     def _specifiers(cls, value: dict[str, str]) -> dict[str, str]:
@@ -122,8 +138,14 @@ class HostConfig(_Strict):
                 raise ValueError(f"{label}: {specifier!r} is not a version specifier") from None
         return value
 
-    def mount_settings(self, label: str) -> DriverSettings:
-        return self.drivers.get(label) or DriverSettings()
+    def trust_index(self) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
+        """Load the registries this configuration names (or the default ones) and merge them:
+        the index, the errors of the registries left out, and the paths used."""
+        paths = list(self.registries) if self.registries is not None else default_registry_paths()
+        keys = tuple(PublicKey.parse(key) for key in self.registry_keys)
+        sources = [RegistrySource(path, keys, self.registry_threshold) for path in paths]
+        index, errors = load_index(sources)
+        return index, errors, paths
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -37,8 +37,7 @@ from .hooks import PluginError, plugin_manager, register_plugin
 from .importer import IntegrityError, check_runtime_meta, import_driver
 from .integrity import TreeScan
 from .orchestrator import Orchestrator, is_standalone_driver, is_tool_driver
-from .registry import RegistrySource, TrustIndex, default_registry_paths, load_index
-from .signing import PublicKey
+from .registry import TrustIndex
 from .verification import TrustPolicy, Verification, verify_candidate
 
 __all__ = ["Host", "LoadError", "LoadRecord", "LoadReport", "Loaded", "load_drivers"]
@@ -247,17 +246,7 @@ class _Load:
     # -- shared stages ---------------------------------------------------------------------
 
     def _load_registries(self) -> list[str]:
-        paths = (
-            list(self.config.registries)
-            if self.config.registries is not None
-            else default_registry_paths()
-        )
-        try:
-            keys = tuple(PublicKey.parse(k) for k in self.config.registry_keys)
-        except ValueError as exc:
-            return [f"registry_keys: {exc}"]
-        threshold = self.config.registry_threshold
-        self.index, errors = load_index([RegistrySource(p, keys, threshold) for p in paths])
+        self.index, errors, _ = self.config.trust_index()
         return [str(e) for e in errors]
 
     def _load_plugins(self) -> list[LoadRecord]:

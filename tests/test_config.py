@@ -111,3 +111,11 @@ def test_environment_errors_name_the_variable() -> None:
         load_config(environ={"MCS_HOST_STRICT": "maybe"})
     with pytest.raises(ConfigError, match=r"nowhere\.toml: no such file"):
         load_config(environ={"MCS_HOST_CONFIG": "nowhere.toml"})
+
+
+def test_registry_keys_are_checked_when_the_config_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "mcs-host.toml"
+    path.write_text('registry_keys = ["ed25519:AAAA"]\n')
+    message = r"registry_keys: Value error, public key .ed25519:AAAA. has 3 bytes, not 32"
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, environ={})
