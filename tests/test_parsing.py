@@ -1,0 +1,307 @@
+"""Tool calls written as text: every format, careful healing, and what must not become a call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sample_drivers import Calculator, Speaker
+
+from mcs_host import Orchestrator, detect
+from mcs_host.healing import Unhealable, heal
+
+KNOWN = {"add", "echo", "get_weather", "search"}
+
+
+def calls(text: str, known: set[str] = KNOWN) -> list[tuple[str, Any]]:
+    return [
+        (c.name, dict(c.arguments) if c.problem is None else c.problem)
+        for c in detect(text, known).calls
+    ]
+
+
+FORMATS = [
+    ("plain", '{"tool": "add", "arguments": {"a": 1, "b": 2}}', [("add", {"a": 1, "b": 2})]),
+    ("name/parameters", '{"name": "add", "parameters": {"a": 1}}', [("add", {"a": 1})]),
+    ("tool_name/args", '{"tool_name": "search", "args": {"q": "x"}}', [("search", {"q": "x"})]),
+    ("function/input", '{"function": "search", "input": {"q": "x"}}', [("search", {"q": "x"})]),
+    ("tool_input", '{"tool": "search", "tool_input": {"q": "x"}}', [("search", {"q": "x"})]),
+    ("string arguments", '{"name": "add", "arguments": "{\\"a\\": 2}"}', [("add", {"a": 2})]),
+    (
+        "nested function",
+        '{"function": {"name": "add", "arguments": "{\\"a\\": 3}"}}',
+        [("add", {"a": 3})],
+    ),
+    (
+        "fenced",
+        'Sure:\n```json\n{"tool": "search", "arguments": {"q": "mcs"}}\n```\nDone.',
+        [("search", {"q": "mcs"})],
+    ),
+    (
+        "prose around",
+        'I will add. {"tool": "add", "arguments": {"a": 5}} That is all.',
+        [("add", {"a": 5})],
+    ),
+    (
+        "think block",
+        '<think>maybe {"tool": "search"} first</think>\n{"tool": "add", "arguments": {"a": 1}}',
+        [("add", {"a": 1})],
+    ),
+    (
+        "array",
+        '[{"tool": "add", "arguments": {"a": 1}}, {"tool": "echo", "arguments": {"text": "x"}}]',
+        [("add", {"a": 1}), ("echo", {"text": "x"})],
+    ),
+    (
+        "json lines",
+        '{"tool": "add", "arguments": {"a": 1}}\n{"tool": "add", "arguments": {"a": 2}}',
+        [("add", {"a": 1}), ("add", {"a": 2})],
+    ),
+    (
+        "concatenated",
+        '{"tool": "add", "arguments": {"a": 1}}{"tool": "echo", "arguments": {"text": "y"}}',
+        [("add", {"a": 1}), ("echo", {"text": "y"})],
+    ),
+    (
+        "tool_call tags",
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>',
+        [("get_weather", {"city": "Oslo"}), ("add", {"a": 1})],
+    ),
+    (
+        "unclosed tool_call tag",
+        'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [("get_weather", {"city": "Oslo"})],
+    ),
+    (
+        "python_tag json",
+        '<|python_tag|>{"name": "search", "parameters": {"q": "llama"}}<|eom_id|>',
+        [("search", {"q": "llama"})],
+    ),
+    (
+        "python_tag several",
+        '<|python_tag|>{"name": "add", "parameters": {"a": 1}}; '
+        '{"name": "add", "parameters": {"a": 2}}',
+        [("add", {"a": 1}), ("add", {"a": 2})],
+    ),
+    (
+        "python_tag pythonic",
+        '<|python_tag|>search.call(q="llama 3")',
+        [("search.call", {"q": "llama 3"})],
+    ),
+    (
+        "function tag",
+        '<function=get_weather>{"city": "Rome"}</function>',
+        [("get_weather", {"city": "Rome"})],
+    ),
+    (
+        "qwen3-coder xml",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco\n</parameter>\n"
+        "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "San Francisco", "days": 2})],
+    ),
+    (
+        "mistral array",
+        '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}, '
+        '{"name": "echo", "arguments": {"text": "z"}}]',
+        [("add", {"a": 1, "b": 2}), ("echo", {"text": "z"})],
+    ),
+    (
+        "mistral named",
+        '[TOOL_CALLS]add[ARGS]{"a": 1}[TOOL_CALLS]search[CALL_ID]a1b2c3d4e[ARGS]{"q": "x"}',
+        [("add", {"a": 1}), ("search", {"q": "x"})],
+    ),
+    ("functools", 'functools[{"name": "add", "arguments": {"a": 4}}]', [("add", {"a": 4})]),
+    (
+        "pythonic",
+        "[add(a=1, b=2), echo(text='hi')]",
+        [("add", {"a": 1, "b": 2}), ("echo", {"text": "hi"})],
+    ),
+    ("pythonic fenced", "```python\n[search(q='x')]\n```", [("search", {"q": "x"})]),
+    (
+        "seed action",
+        '{"thought": "need data", "action": {"tool": "search", "args": {"q": "embedding model"}}}',
+        [("search", {"q": "embedding model"})],
+    ),
+    (
+        "dsl",
+        '@tool search {"namespace": "project:metal", "query": {"text": "embedding"}}',
+        [("search", {"namespace": "project:metal", "query": {"text": "embedding"}})],
+    ),
+    (
+        "dsl lines",
+        '@tool add {"a": 1}\n@tool echo {"text": "x"}',
+        [("add", {"a": 1}), ("echo", {"text": "x"})],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [(t, e) for _, t, e in FORMATS], ids=[i for i, _, _ in FORMATS]
+)
+def test_every_text_format_is_detected(text: str, expected: list[tuple[str, Any]]) -> None:
+    assert calls(text) == expected
+
+
+def test_the_mistral_call_id_is_kept() -> None:
+    (_, second) = detect(
+        '[TOOL_CALLS]add[ARGS]{"a": 1}[TOOL_CALLS]search[CALL_ID]a1b2c3d4e[ARGS]{"q": "x"}'
+    ).calls
+    assert second.id == "a1b2c3d4e"
+
+
+def test_the_seed_final_answer_is_an_answer_not_a_call() -> None:
+    found = detect('{"final": {"content": {"status": "ok", "upserted": 1}}}')
+    assert found.calls == ()
+    assert found.has_final
+    assert found.final == {"content": {"status": "ok", "upserted": 1}}
+
+
+HEALED = [
+    (
+        "trailing comma",
+        '{"tool": "add", "arguments": {"a": 1, "b": 2,},}',
+        "removed a trailing comma",
+    ),
+    (
+        "comments",
+        '{"tool": "add", // adding\n "arguments": {"a": 1, "b": 2 /* two */}}',
+        "removed a comment",
+    ),
+    (
+        "python literals",
+        "{'tool': 'echo', 'arguments': {'text': 'x', 'loud': True, 'to': None}}",
+        "read a Python literal",
+    ),
+    (
+        "single quotes",
+        "{'tool': 'add', 'arguments': {'a': 1, 'b': 2}}",
+        "read a single-quoted string",
+    ),
+    ("unquoted keys", '{tool: "add", arguments: {a: 1, b: 2}}', "quoted an unquoted key"),
+    (
+        "raw newline",
+        '{"tool": "echo", "arguments": {"text": "two\nlines"}}',
+        "kept a raw newline inside a string",
+    ),
+    (
+        "missing brace",
+        '{"tool": "add", "arguments": {"a": 1, "b": 2}',
+        "added a missing closing brace",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "note"), [(t, n) for _, t, n in HEALED], ids=[i for i, _, _ in HEALED]
+)
+def test_almost_json_is_healed_and_says_so(text: str, note: str) -> None:
+    (call,) = detect(text, KNOWN).calls
+    assert call.problem is None
+    assert note in call.healed
+    stack = Orchestrator({"calc": Calculator(), "speaker": Speaker()})
+    response = stack.process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.call_detail is not None
+    assert f"healed ({', '.join(call.healed)})" in response.call_detail
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"tool": "echo", "arguments": {"text": "rm -rf /home/user/impor',
+        '{"tool": "add", "arguments": {"a": 1, "b": ',
+        '{"tool": "add", "arguments": {"a": {"deep": 1}',
+        '<tool_call>\n{"name": "echo", "arguments": {"text": "cut',
+        '[TOOL_CALLS]echo[ARGS]{"text": "cut',
+        '{"tool": "echo", "arguments": "{\\"text\\": \\"cut off',
+    ],
+    ids=["string", "value", "two braces", "tool_call", "mistral", "string arguments"],
+)
+def test_a_call_cut_off_is_reported_and_never_run(text: str) -> None:
+    (call,) = detect(text, KNOWN).calls
+    assert call.problem is not None
+    assert "cut off" in call.problem
+    calc = Calculator()
+    response = Orchestrator({"speaker": Speaker(), "calc": calc}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (False, True)
+    assert response.retry_prompt is not None
+    assert "cut off" in (response.call_detail or "")
+    assert calc.calls == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The total is 42 and nothing needs a tool.",
+        '{"name": "Ann", "age": 31, "city": "Oslo"}',
+        'Here is the record: {"name": "Bob", "role": "admin"}.',
+        r"Euler: $e^{i\pi} + 1 = 0$ and $\frac{a}{b}$, also \text{name: value}.",
+        'Answer in this form: {"tool": "<tool name>", "arguments": {"x": 1}}',
+        '{"tool": "{{tool}}", "arguments": {}}',
+        "Use {braces}, [brackets] and (parens) freely: {a: b}.",
+        'Lists like [1, 2, 3] and maps like {"k": [1]} are data.',
+        "[see(note)] is a citation, not a call.",
+    ],
+    ids=[
+        "prose",
+        "json answer",
+        "record in prose",
+        "latex",
+        "placeholder",
+        "jinja",
+        "braces",
+        "data",
+        "unknown pythonic",
+    ],
+)
+def test_prose_answers_latex_and_placeholders_are_not_calls(text: str) -> None:
+    assert detect(text, KNOWN).calls == ()
+    assert Orchestrator({"calc": Calculator()}).process_llm_response(text).is_empty
+
+
+def test_an_unfinished_thought_holds_no_call_yet() -> None:
+    assert detect('<think>I could call {"tool": "add", "arguments": {"a": 1}}', KNOWN).calls == ()
+
+
+def test_several_calls_are_never_dropped_even_when_one_is_broken() -> None:
+    text = (
+        '{"tool": "add", "arguments": {"a": 1, "b": 1}}\n'
+        '{"tool": "add", "arguments": {"a": "x", "b": 1}}\n'
+        '{"tool": "echo", "arguments": {"text": "last"}}'
+    )
+    stack = Orchestrator({"calc": Calculator(), "speaker": Speaker()})
+    response = stack.process_llm_response(text)
+    assert response.tool_call_result == [2, None, "last"]
+    assert (response.call_executed, response.call_failed) == (True, True)
+    assert response.call_detail == "add: argument 'a': expected number, got string 'x' (rule: type)"
+    assert response.messages is not None
+    content = response.messages[1]["content"]
+    assert content.count("Result of") == 2
+    assert content.count("Error from") == 1
+
+
+def test_valid_json_stays_byte_exact() -> None:
+    text = '{"tool": "echo", "arguments": {"text": "C:\\\\path\\\\new \\u00e9 \\"q\\" 1.0"}}'
+    (call,) = detect(text, KNOWN).calls
+    assert call.healed == ()
+    assert call.arguments == {"text": 'C:\\path\\new é "q" 1.0'}
+    response = Orchestrator({"speaker": Speaker()}).process_llm_response(text)
+    assert response.messages is not None
+    assert response.messages[0]["content"] == text
+    assert heal('{"n": 1.50, "s": "a\\\\d"}') == ({"n": 1.5, "s": "a\\d"}, ())
+
+
+def test_healing_keeps_backslashes_it_does_not_understand() -> None:
+    value, notes = heal(r"{'pattern': '\d+\.\w'}")
+    assert value == {"pattern": r"\d+\.\w"}
+    assert notes == ("read a single-quoted string",)
+
+
+def test_healing_refuses_what_it_cannot_read_for_sure() -> None:
+    with pytest.raises(Unhealable) as cut:
+        heal('{"a": "never ends')
+    assert cut.value.truncated
+    with pytest.raises(Unhealable) as garbage:
+        heal('{"a": nope}')
+    assert not garbage.value.truncated
