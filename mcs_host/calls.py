@@ -1,30 +1,23 @@
-"""Tool calls: detect them in a model's output, and format their results for its history.
+"""Tool calls: find them in a model's output (text or native), and answer them.
 
-:func:`detect` turns an LLM response (text, or a provider's native object) into
-:class:`ToolCall` records without executing anything; :func:`messages_for` builds the
-conversation entries that answer them, in the wire format of the family they came from.
-
-Native objects: OpenAI Chat Completions (a whole response, a choice, or a message, with
-``tool_calls`` or the legacy ``function_call``) and Anthropic Messages (``tool_use`` blocks).
-Text: the JSON protocol ``{"tool": name, "arguments": {...}}`` (name keys ``tool``, ``name``,
-``tool_name``, ``function``; argument keys ``arguments``, ``parameters``, ``args``,
-``tool_input``, ``input``), alone, in a fenced block, or in prose; several calls as an array.
+:func:`detect` executes nothing. A response given as a mapping (or a provider SDK object) is
+read in its provider's native format (:mod:`mcs_host.formats`); text, and a mapping in the
+JSON protocol, are read by :mod:`mcs_host.parsing`. A call that cannot run (unreadable, cut
+off) is still a :class:`ToolCall`, with its ``problem``: it gets an answer too, as providers
+reject a history with an unanswered call id.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Detection", "ToolCall", "detect", "messages_for"]
+from .formats import FAMILIES, as_mapping, detect_native, native_messages
+from .parsing import detect_text
 
-_NAME_KEYS = ("tool", "name", "tool_name", "function")
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "tool_input", "input")
-_FENCE = re.compile(r"```(?:json|JSON|tool_call)?[ \t]*\n(.*?)```", re.DOTALL)
+__all__ = ["Detection", "ToolCall", "detect", "messages_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +29,16 @@ class ToolCall:
     id: str | None = None
     """The provider's call id, which its answer must carry."""
     family: str = "text"
-    """``openai-chat``, ``openai-function``, ``anthropic`` or ``text``."""
+    """``openai-chat``, ``openai-function``, ``openai-responses``, ``anthropic``,
+    ``gemini``, ``ollama``, or ``text``."""
+    healed: tuple[str, ...] = ()
+    """What was mended to read it (trailing comma, missing brace...)."""
+    problem: str | None = None
+    """Why it cannot run (unreadable, cut off); ``None`` for a runnable call."""
+
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+        """The same call with other arguments (a consent step that edits the call)."""
+        return replace(self, arguments=dict(arguments))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,210 +46,107 @@ class Detection:
     """What :func:`detect` found in one response."""
 
     calls: tuple[ToolCall, ...] = ()
-    failures: tuple[str, ...] = ()
-    """Calls that were recognisable but unusable, each with its reason."""
     family: str = "text"
+    format: str = "none"
+    """For text: ``json``, ``tool_call-tag``, ``mistral``...; for native input, the family."""
     text: str = ""
     """The response's text, or the assistant text around native calls."""
-    native: Mapping[str, Any] | None = field(default=None)
-    """The assistant message as the provider sent it, for the history."""
+    native: Any = None
+    """The model's turn as its provider wants it back in the history."""
+    final: Any = None
+    has_final: bool = False
+    """The response was a seed-protocol ``{"final": ...}`` answer (``final`` holds it)."""
+    truncated: bool = False
+    """The provider says the output hit its length limit."""
 
     @property
     def found(self) -> bool:
-        return bool(self.calls or self.failures)
+        return bool(self.calls)
 
 
-def detect(llm_response: str | Mapping[str, Any], known: Collection[str] = ()) -> Detection:
-    """Find the tool calls in ``llm_response``; executes nothing.
+def detect(llm_response: str | Mapping[str, Any] | Any, known: Collection[str] = ()) -> Detection:
+    """Find the tool calls in ``llm_response``; nothing is executed.
 
-    In text, an object is a call when it names a tool and gives arguments (an object with
-    only a name is a call only if the name is in ``known``), so a JSON answer such as
-    ``{"name": "Ann", "age": 3}`` stays an answer.
+    ``known`` are the tool names on offer: an object with only a ``name``, or a pythonic
+    call list, counts as a call only when it names one of them.
     """
-    if isinstance(llm_response, Mapping):
-        return _detect_native(llm_response, known)
-    return _detect_text(llm_response, known)
+    data = as_mapping(llm_response)
+    if isinstance(data, Mapping):
+        native = detect_native(data)
+        if native is not None and not native.calls:
+            # no native call: the model may have written calls in its text
+            return _from_text(native.text, known)
+        if native is not None:
+            cut = "the response hit the output limit and was cut off; the call was not run"
+            calls = tuple(
+                ToolCall(
+                    c.name,
+                    c.arguments or {},
+                    c.id,
+                    native.family,
+                    c.healed,
+                    c.problem or (cut if native.truncated else None),
+                )
+                for c in native.calls
+            )
+            return Detection(
+                calls,
+                native.family,
+                native.family,
+                native.text,
+                native.native,
+                truncated=native.truncated,
+            )
+        content = _message_text(data)
+        return _from_text(
+            content if content is not None else json.dumps(data, ensure_ascii=False), known
+        )
+    return _from_text(str(data), known)
 
 
-# -- native objects --------------------------------------------------------------------------
+def _from_text(text: str, known: Collection[str]) -> Detection:
+    found = detect_text(text, known)
+    calls = tuple(
+        ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem) for c in found.calls
+    )
+    return Detection(
+        calls, "text", found.format, text, final=found.final, has_final=found.has_final
+    )
 
 
-def _detect_native(data: Mapping[str, Any], known: Collection[str]) -> Detection:
-    message = _openai_message(data)
-    if message is not None:
-        return _openai(message)
-    if data.get("type") == "message" or (
-        isinstance(data.get("content"), list) and data.get("role") == "assistant"
-    ):
-        return _anthropic(data)
-    if any(key in data for key in _NAME_KEYS):
-        calls, failures = _protocol_calls(data, known)
-        return Detection(tuple(calls), tuple(failures), "text", json.dumps(data))
-    return Detection(family="text", text=json.dumps(data))
+_MESSAGE_KEYS = {"role", "content", "refusal", "annotations", "name", "thinking", "tool_calls"}
 
 
-def _openai_message(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _message_text(data: Mapping[str, Any]) -> str | None:
+    """The text of a chat message (or a response holding one) without native calls."""
     choices = data.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         data = choices[0]
     message = data.get("message")
     if isinstance(message, Mapping):
         data = message
-    if "tool_calls" in data or "function_call" in data:
-        return data
+    content = data.get("content")
+    if isinstance(content, str) and set(data) <= _MESSAGE_KEYS:
+        return content
     return None
 
 
-def _openai(message: Mapping[str, Any]) -> Detection:
-    calls: list[ToolCall] = []
-    failures: list[str] = []
-    text = message.get("content") if isinstance(message.get("content"), str) else ""
-    for entry in message.get("tool_calls") or ():
-        function = entry.get("function") if isinstance(entry, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            failures.append(f"tool call {entry!r} has no function name")
-            continue
-        arguments, problem = _arguments(function.get("arguments"))
-        if problem:
-            failures.append(f"tool call {function['name']!r}: {problem}")
-            continue
-        calls.append(ToolCall(function["name"], arguments, entry.get("id"), "openai-chat"))
-    legacy = message.get("function_call")
-    if isinstance(legacy, Mapping) and isinstance(legacy.get("name"), str):
-        arguments, problem = _arguments(legacy.get("arguments"))
-        if problem:
-            failures.append(f"function call {legacy['name']!r}: {problem}")
-        else:
-            calls.append(ToolCall(legacy["name"], arguments, None, "openai-function"))
-    family = "openai-function" if legacy and not message.get("tool_calls") else "openai-chat"
-    return Detection(tuple(calls), tuple(failures), family, text or "", dict(message))
-
-
-def _anthropic(message: Mapping[str, Any]) -> Detection:
-    calls: list[ToolCall] = []
-    failures: list[str] = []
-    texts: list[str] = []
-    for block in message.get("content") or ():
-        if not isinstance(block, Mapping):
-            continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif block.get("type") == "tool_use":
-            name, arguments = block.get("name"), block.get("input", {})
-            if not isinstance(name, str) or not isinstance(arguments, Mapping):
-                failures.append(
-                    f"tool_use block {block.get('id')!r} has no name or no input object"
-                )
-                continue
-            calls.append(ToolCall(name, dict(arguments), block.get("id"), "anthropic"))
-    native = {"role": "assistant", "content": list(message.get("content") or ())}
-    return Detection(tuple(calls), tuple(failures), "anthropic", "\n".join(texts), native)
-
-
-def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
-    """Arguments given as an object or as a JSON string of one."""
-    if raw is None or raw == "":
-        return {}, None
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            return {}, f"arguments are not valid JSON ({exc})"
-    if not isinstance(raw, Mapping):
-        return {}, f"arguments must be an object, not {type(raw).__name__}"
-    return dict(raw), None
-
-
-# -- text ------------------------------------------------------------------------------------
-
-
-def _detect_text(text: str, known: Collection[str]) -> Detection:
-    for candidate in _json_candidates(text):
-        calls, failures = _protocol_calls(candidate, known)
-        if calls or failures:
-            return Detection(tuple(calls), tuple(failures), "text", text)
-    return Detection(family="text", text=text)
-
-
-def _json_candidates(text: str) -> Iterator[Any]:
-    """JSON values in ``text``: the whole of it, fenced blocks, then objects in prose."""
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
-        with contextlib.suppress(ValueError):
-            yield json.loads(stripped)
-    for block in _FENCE.findall(text):
-        try:
-            yield json.loads(block)
-        except ValueError:
-            continue
-    found = list(_objects_in(text))
-    if found:
-        yield found if len(found) > 1 else found[0]
-
-
-def _objects_in(text: str) -> Iterator[Any]:
-    """Every top-level JSON object embedded in ``text``."""
-    decoder = json.JSONDecoder()
-    index = text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
-        if isinstance(value, dict):
-            yield value
-        index = text.find("{", end)
-
-
-def _protocol_calls(value: Any, known: Collection[str]) -> tuple[list[ToolCall], list[str]]:
-    """Calls in the JSON protocol: one object or a list of them."""
-    items: Sequence[Any] = value if isinstance(value, list) else [value]
-    calls: list[ToolCall] = []
-    failures: list[str] = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
-        if name is None:
-            continue
-        if not any(k in item for k in _ARGUMENT_KEYS) and name not in known:
-            continue  # a JSON answer with a "name" field, not a call
-        raw: Any = next((item[k] for k in _ARGUMENT_KEYS if k in item), {})
-        arguments, problem = _arguments(raw)
-        if problem:
-            failures.append(f"call of {name!r}: {problem}")
-        else:
-            calls.append(ToolCall(name, arguments))
-    return calls, failures
-
-
-# -- answers ---------------------------------------------------------------------------------
-
-
 def messages_for(
-    detection: Detection, answers: Sequence[tuple[ToolCall, str]]
+    detection: Detection, answers: Sequence[tuple[ToolCall, str, bool]]
 ) -> list[dict[str, Any]]:
-    """The history entries for a response and the answer (text) to each of its calls."""
-    if detection.family in ("openai-chat", "openai-function"):
-        assistant = dict(detection.native or {"role": "assistant", "content": detection.text})
-        assistant.setdefault("role", "assistant")
-        out: list[dict[str, Any]] = [assistant]
-        for call, answer in answers:
-            if call.family == "openai-function":
-                out.append({"role": "function", "name": call.name, "content": answer})
-            else:
-                out.append({"role": "tool", "tool_call_id": call.id, "content": answer})
-        return out
-    if detection.family == "anthropic":
-        assistant = dict(detection.native or {"role": "assistant", "content": detection.text})
-        results = [
-            {"type": "tool_result", "tool_use_id": call.id, "content": answer}
-            for call, answer in answers
-        ]
-        return [assistant, {"role": "user", "content": results}]
-    joined = "\n\n".join(f"Result of {call.name}:\n{answer}" for call, answer in answers)
+    """History entries for the model's turn and the answer to each call, in its family's
+    format; ``answers`` are ``(call, answer text, is error)``."""
+    if detection.family in FAMILIES:
+        return native_messages(
+            detection.family,
+            detection.native,
+            [(call.name, call.id, text, error) for call, text, error in answers],
+        )
+    results = "\n\n".join(
+        f"{'Error from' if error else 'Result of'} {call.name}:\n{text}"
+        for call, text, error in answers
+    )
     return [
         {"role": "assistant", "content": detection.text},
-        {"role": "user", "content": joined},
+        {"role": "user", "content": results},
     ]
