@@ -1,0 +1,156 @@
+"""Arguments are checked against the tool's JSON Schema before the tool runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcs_host.validation import validate_arguments
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "minLength": 2},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        "unit": {"type": "string", "enum": ["C", "F"]},
+        "ratio": {"type": "number", "exclusiveMinimum": 0},
+        "verbose": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2, "uniqueItems": True},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "where": {"$ref": "#/$defs/Place"},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+    "$defs": {
+        "Place": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}
+    },
+}
+
+
+def problems(arguments: dict[str, Any]) -> list[str]:
+    return [str(p) for p in validate_arguments(SCHEMA, arguments).problems]
+
+
+def test_valid_arguments_pass_unchanged() -> None:
+    arguments = {
+        "city": "Oslo",
+        "days": 3,
+        "unit": "C",
+        "ratio": 0.5,
+        "verbose": False,
+        "tags": ["a", "b"],
+        "note": None,
+        "code": "OSL",
+        "where": {"lat": 59.9},
+    }
+    checked = validate_arguments(SCHEMA, arguments)
+    assert checked.ok
+    assert checked.arguments == arguments
+    assert checked.coerced == ()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, ["argument 'city': required argument is missing (rule: required)"]),
+        (
+            {"city": "Oslo", "color": "red"},
+            [
+                "argument 'color': unexpected argument; known: city, days, unit, ratio, verbose, "
+                "tags, note, code, where (rule: additionalProperties)"
+            ],
+        ),
+        ({"city": 7}, ["argument 'city': expected string, got integer 7 (rule: type)"]),
+        ({"city": "O"}, ["argument 'city': needs at least 2 characters (rule: minLength)"]),
+        (
+            {"city": "Oslo", "days": 9},
+            ["argument 'days': 9 is above the maximum 7 (rule: maximum)"],
+        ),
+        (
+            {"city": "Oslo", "days": 2.5},
+            ["argument 'days': expected integer, got number 2.5 (rule: type)"],
+        ),
+        (
+            {"city": "Oslo", "days": True},
+            ["argument 'days': expected integer, got boolean True (rule: type)"],
+        ),
+        (
+            {"city": "Oslo", "unit": "K"},
+            ["argument 'unit': 'K' is not one of 'C', 'F' (rule: enum)"],
+        ),
+        (
+            {"city": "Oslo", "ratio": 0},
+            ["argument 'ratio': 0 must be greater than 0 (rule: exclusiveMinimum)"],
+        ),
+        (
+            {"city": "Oslo", "tags": ["a", "a"]},
+            ["argument 'tags': items must be unique (rule: uniqueItems)"],
+        ),
+        (
+            {"city": "Oslo", "tags": ["a", 2]},
+            ["argument 'tags.1': expected string, got integer 2 (rule: type)"],
+        ),
+        (
+            {"city": "Oslo", "note": 5},
+            ["argument 'note': integer 5 matches none of the allowed forms (rule: anyOf)"],
+        ),
+        (
+            {"city": "Oslo", "code": "osl"},
+            ["argument 'code': 'osl' does not match '^[A-Z]{3}$' (rule: pattern)"],
+        ),
+        (
+            {"city": "Oslo", "where": {}},
+            ["argument 'where.lat': required argument is missing (rule: required)"],
+        ),
+    ],
+    ids=[
+        "required",
+        "additional",
+        "type",
+        "minLength",
+        "maximum",
+        "integer",
+        "bool-is-not-int",
+        "enum",
+        "exclusive",
+        "unique",
+        "items",
+        "anyOf",
+        "pattern",
+        "ref",
+    ],
+)
+def test_each_broken_rule_names_the_argument_and_the_rule(
+    arguments: dict[str, Any], expected: list[str]
+) -> None:
+    assert problems(arguments) == expected
+
+
+def test_enum_problems_carry_the_allowed_values() -> None:
+    (problem,) = validate_arguments(SCHEMA, {"city": "Oslo", "unit": "K"}).problems
+    assert problem.allowed == ("C", "F")
+
+
+def test_only_numeric_and_boolean_strings_are_coerced() -> None:
+    checked = validate_arguments(
+        SCHEMA, {"city": "Oslo", "days": "3", "ratio": "0.25", "verbose": "true"}
+    )
+    assert checked.ok
+    assert checked.arguments == {"city": "Oslo", "days": 3, "ratio": 0.25, "verbose": True}
+    assert checked.coerced == (
+        "read argument 'days' '3' as 3",
+        "read argument 'ratio' '0.25' as 0.25",
+        "read argument 'verbose' 'true' as True",
+    )
+    assert problems({"city": "Oslo", "days": "three"}) == [
+        "argument 'days': expected integer, got string 'three' (rule: type)"
+    ]
+    assert problems({"city": "Oslo", "verbose": "yes"}) == [
+        "argument 'verbose': expected boolean, got string 'yes' (rule: type)"
+    ]
+    # a string stays a string where a string is allowed
+    assert validate_arguments(
+        {"type": "object", "properties": {"v": {"type": ["string", "integer"]}}}, {"v": "7"}
+    ).arguments == {"v": "7"}
