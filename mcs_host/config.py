@@ -115,6 +115,14 @@ class HostConfig(_Strict):
     timeout: float = Field(
         default=10.0, gt=0, description="Default seconds for constructor, list_tools, healthcheck."
     )
+    call_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds each tool call may take (unset: no limit)."
+    )
+    prompts: str | None = Field(
+        default=None,
+        description="A prompts file overriding the default prompt texts; relative to the "
+        "config file.",
+    )
     namespace: Literal["on-collision", "always"] = Field(
         default="on-collision",
         description="Prefix tool names with their label only when names collide, or always.",
@@ -161,9 +169,12 @@ def load_config(
     (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
     data, source = _read_file(path, env)
-    if source is not None and isinstance(data.get("registries"), list):
+    if source is not None:
         base = os.path.dirname(os.path.abspath(source))
-        data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
+        if isinstance(data.get("registries"), list):
+            data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
+        if isinstance(data.get("prompts"), str):
+            data["prompts"] = os.path.join(base, data["prompts"])
     from_env = _from_environment(env)
     file_trust = data.get("trust")
     trust = {

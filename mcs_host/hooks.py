@@ -49,10 +49,11 @@ class HostHooks:
         """
 
     @hookspec
-    def mcs_host_consent(self, call: ToolCall) -> bool | None:
-        """Approve (``True``), deny (``False``) or abstain (``None``) before a call runs.
+    def mcs_host_consent(self, call: ToolCall) -> bool | str | ToolCall | None:
+        """Approve (``True``), deny (``False``, or a string saying why), approve an edited
+        call (a :class:`~mcs_host.calls.ToolCall`), or abstain (``None``) before a call runs.
 
-        Any ``False`` denies the call; the model is told it was not approved.
+        Any denial wins; the model is told the call was not approved, and why.
         """
 
     @hookspec

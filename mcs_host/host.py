@@ -230,6 +230,8 @@ class _Load:
             on_unknown="fail",
             consent=self._consent,
             audit=self._audit,
+            call_timeout=self.config.call_timeout,
+            prompts=self.config.prompts,
         )
         for label, driver, tools in mounts:
             orchestrator.mount(label, driver, tools)
@@ -314,7 +316,8 @@ class _Load:
             warnings=verification.warnings,
         )
 
-    def _consent(self, call: ToolCall) -> bool:
+    def _consent(self, call: ToolCall) -> bool | str | ToolCall:
+        """Ask the plugins: any ``False`` or reason denies; an edited call replaces it."""
         try:
             answers = self.manager.hook.mcs_host_consent(call=call)
         except Exception as exc:  # a consent check that breaks denies: fail closed
@@ -322,7 +325,11 @@ class _Load:
                 f"consent hook raised {exc!r}; the call is denied", RuntimeWarning, stacklevel=2
             )
             return False
-        return all(answer is not False for answer in answers)
+        for answer in answers:
+            if answer is False or isinstance(answer, str):
+                return answer
+        edited = [answer for answer in answers if isinstance(answer, ToolCall)]
+        return edited[-1] if edited else True
 
     def _audit(self, call: ToolCall, result: Any, error: BaseException | None) -> None:
         try:

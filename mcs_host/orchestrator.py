@@ -6,9 +6,10 @@ resolved first-wins: a name two drivers share becomes ``<label>__<name>`` for bo
 name is namespaced, with ``namespace="always"``), cut to the ``[A-Za-z0-9_-]{1,64}`` that
 provider APIs accept. Routing a call is one dictionary lookup.
 
-:meth:`Orchestrator.detect` finds calls without running them and :meth:`Orchestrator.execute`
-runs them, so a client (or the ``consent`` callback) can approve each call in between;
-:meth:`Orchestrator.process_llm_response` does both.
+Each call is validated against its tool's JSON Schema before it runs. :meth:`detect` finds
+calls without running them and :meth:`execute` runs them, so a client (or the ``consent``
+callback) can approve, edit or deny each one in between; :meth:`process_llm_response` does
+both. An exception in a tool becomes a failed call, never an exception for the client.
 """
 
 from __future__ import annotations
@@ -26,21 +27,30 @@ from . import __version__
 from .calls import Detection, ToolCall, detect, messages_for
 from .contract import (
     Binding,
+    DriverContext,
     DriverMeta,
     DriverResponse,
     MCSDriver,
     MCSToolDriver,
+    SupportsDriverContext,
     Tool,
+    ToolCallSignaling,
     ToolError,
     UnknownToolError,
 )
+from .formats import Provider, native_tools
+from .prompting import Prompts, render_tools
+from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
+from .validation import validate_arguments
 
 __all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
-Consent = Callable[[ToolCall], bool]
+Consent = Callable[[ToolCall], "bool | str | ToolCall"]
+"""Approve a call (``True``), deny it (``False``, or a string saying why), or approve an
+edited one (a :class:`ToolCall`, e.g. ``call.with_arguments(...)``)."""
 Audit = Callable[[ToolCall, Any, BaseException | None], None]
 
 
@@ -98,6 +108,8 @@ class _Route:
     driver: Any
     tool: Tool
     """The tool as its driver names it."""
+    schema: Mapping[str, Any]
+    """The JSON Schema its arguments are checked against."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +122,15 @@ class _Table:
     labels: tuple[str, ...]
 
 
-class Orchestrator(MCSDriver, MCSToolDriver):
+class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSignaling):
     """Mounted drivers as one driver. ``drivers`` is a mapping label -> driver, or a sequence
-    whose labels come from each driver's ``meta.name``."""
+    whose labels come from each driver's ``meta.name``.
+
+    ``on_unknown``: a call for a tool nobody offers fails with a retry prompt listing the
+    tools (``"fail"``, right for the orchestrator a client talks to), or passes through with
+    an empty response (``"pass"``, for one placed in a chain of drivers). ``call_timeout``
+    bounds each tool call in seconds. ``prompts`` is a prompts file overriding the defaults.
+    """
 
     def __init__(
         self,
@@ -120,15 +138,19 @@ class Orchestrator(MCSDriver, MCSToolDriver):
         *,
         name: str = "mcs-host orchestrator",
         namespace: Literal["on-collision", "always"] = "on-collision",
-        on_unknown: Literal["pass", "fail"] = "pass",
+        on_unknown: Literal["pass", "fail"] = "fail",
         consent: Consent | None = None,
         audit: Audit | None = None,
+        call_timeout: float | None = None,
+        prompts: Prompts | str | None = None,
     ) -> None:
         self.name = name
         self.namespace = namespace
         self.on_unknown = on_unknown
         self.consent = consent
         self.audit = audit
+        self.call_timeout = call_timeout
+        self.prompts = prompts if isinstance(prompts, Prompts) else Prompts.load(prompts)
         self._lock = threading.Lock()
         self._mounted: dict[str, _Mount] = {}
         items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
@@ -196,7 +218,7 @@ class Orchestrator(MCSDriver, MCSToolDriver):
                 owned.extend((label, mount.driver, tool) for tool in mount.tools)
         finals = self._names(owned)
         routes = {
-            final: _Route(label, driver, tool)
+            final: _Route(label, driver, tool, tool.input_schema())
             for final, (label, driver, tool) in zip(finals, owned, strict=True)
         }
         tools = tuple(
@@ -255,32 +277,47 @@ class Orchestrator(MCSDriver, MCSToolDriver):
     # -- MCSDriver -------------------------------------------------------------------------------
 
     def get_function_description(self, model_name: str | None = None) -> str:
-        described = [
-            {"name": t.name, "description": t.description, "parameters": t.input_schema()}
-            for t in self._table.tools
-        ]
-        return json.dumps(described, indent=2, ensure_ascii=False)
+        """The tools as JSON, XML or compact text, as the prompts file says for the model."""
+        return render_tools(self._table.tools, self.prompts.rendering_for(model_name))
 
     def get_driver_system_message(self, model_name: str | None = None) -> str:
         parts = []
         if self._table.tools:
-            parts.append(
-                "You can call tools. To call one, answer with only a JSON object:\n"
-                '{"tool": "<tool name>", "arguments": {<argument name>: <value>}}\n'
-                "To call several, answer with a JSON array of such objects. When no tool is "
-                "needed, answer normally.\n\nTools:\n" + self.get_function_description(model_name)
-            )
+            rendering = self.prompts.rendering_for(model_name)
+            tools = self.get_function_description(model_name)
+            parts.append(self.prompts.text(self.prompts.system, rendering, tools=tools))
         for _, driver in self._table.chained:
             parts.append(driver.get_driver_system_message(model_name))
         return "\n\n".join(parts)
+
+    def get_driver_context(self, model_name: str | None = None) -> DriverContext:
+        """A system message without the tools, and the tools in the model's native format."""
+        parts = [self.prompts.system["context"]] if self._table.tools else []
+        parts += [d.get_driver_system_message(model_name) for _, d in self._table.chained]
+        provider = self.prompts.provider_for(model_name)
+        return DriverContext(system_message="\n\n".join(parts), tools=self.native_tools(provider))
+
+    def native_tools(self, provider: Provider) -> list[dict[str, Any]]:
+        """The tools in a provider's native tool-list shape (openai, openai-responses,
+        anthropic, gemini, ollama)."""
+        described = [(t.name, t.description or "", t.input_schema()) for t in self._table.tools]
+        return native_tools(described, provider)
+
+    def might_be_tool_call(self, partial: str) -> bool:
+        return might_be_tool_call(partial)
+
+    def is_complete_tool_call(self, text: str) -> bool:
+        return is_complete_tool_call(text, self._table.routes)
 
     def process_llm_response(
         self, llm_response: str | dict[str, Any], streaming: bool = False
     ) -> DriverResponse:
         detection = self.detect(llm_response)
+        if streaming and detection.found and not is_complete(detection):
+            return DriverResponse()  # a chunk of a call still being written: wait for the rest
         if detection.found:
-            routed = [c for c in detection.calls if c.name in self._table.routes]
-            if routed or detection.failures or self.on_unknown == "fail":
+            routed = any(c.name in self._table.routes or c.problem for c in detection.calls)
+            if routed or self.on_unknown == "fail":
                 return self.execute(detection)
         for _, driver in self._table.chained:
             response = DriverResponse.coerce(driver.process_llm_response(llm_response, streaming))
@@ -290,80 +327,147 @@ class Orchestrator(MCSDriver, MCSToolDriver):
 
     # -- the consent seam ----------------------------------------------------------------------
 
-    def detect(self, llm_response: str | Mapping[str, Any]) -> Detection:
-        """The calls in ``llm_response``, nothing executed."""
+    def detect(self, llm_response: str | Mapping[str, Any] | Any) -> Detection:
+        """The calls in ``llm_response`` (text, a native mapping or an SDK object); nothing
+        is executed."""
         return detect(llm_response, self._table.routes)
 
-    def execute(self, detection: Detection) -> DriverResponse:
-        """Run the detected calls in order and answer every one of them."""
+    def execute(self, detection: Detection, consent: Consent | None = None) -> DriverResponse:
+        """Run the detected calls in order and answer every one of them.
+
+        ``consent`` (default: the orchestrator's) sees each runnable call first.
+        """
         table = self._table
-        answers: list[tuple[ToolCall, str]] = []
+        decide = consent or self.consent
+        answers: list[tuple[ToolCall, str, bool]] = []
         results: list[Any] = []
-        errors: list[str] = list(detection.failures)
+        failures: list[_Failure] = []
+        notes: list[str] = []
         executed = 0
-        for call in detection.calls:
-            route = table.routes.get(call.name)
-            error: str | None
-            if route is None:
-                error = f"unknown tool {call.name!r}"
-            elif self.consent is not None and not self.consent(call):
-                error = f"the call of {call.name!r} was not approved"
+        for detected in detection.calls:
+            outcome, failure, call = self._one(table, detected, decide, notes)
+            if failure is None:
+                executed += 1
+                results.append(outcome)
+                answers.append((call, _as_text(outcome), False))
             else:
-                outcome, error = self._run(route, call)
-                if error is None:
-                    executed += 1
-                    results.append(outcome)
-                    answers.append((call, _as_text(outcome)))
-                    continue
-            errors.append(error)
-            results.append(None)
-            answers.append((call, f"error: {error}"))
-        if not errors:
-            result = results[0] if len(results) == 1 else results
-            return DriverResponse(
-                tool_call_result=result,
-                call_executed=True,
-                messages=messages_for(detection, answers),
-            )
-        retry = self._retry_prompt(errors)
+                failures.append(failure)
+                results.append(None)
+                answers.append((call, f"error: {failure.message}", True))
         messages = messages_for(detection, answers)
-        if not answers:
-            messages = [
-                {"role": "assistant", "content": detection.text},
-                {"role": "user", "content": retry},
-            ]
+        detail = "; ".join(dict.fromkeys(notes)) or None
+        if not failures:
+            return DriverResponse(
+                tool_call_result=results[0] if len(results) == 1 else results,
+                call_executed=True,
+                call_detail=detail,
+                messages=messages,
+            )
+        retry = self._retry_prompt(failures)
+        if detection.family == "text":
+            messages[-1]["content"] += "\n\n" + retry
         return DriverResponse(
             tool_call_result=(results if len(results) > 1 else None) if executed else None,
             call_executed=executed > 0,
             call_failed=True,
-            call_detail="; ".join(errors),
+            call_detail="; ".join([*(f.message for f in failures), *dict.fromkeys(notes)]),
             retry_prompt=retry,
             messages=messages,
         )
+
+    def _one(
+        self, table: _Table, call: ToolCall, decide: Consent | None, notes: list[str]
+    ) -> tuple[Any, _Failure | None, ToolCall]:
+        """Run one call: ``(result, failure or None, the call as run)``."""
+        if call.problem is not None:
+            return None, _Failure(call.name, f"{call.name}: {call.problem}"), call
+        route = table.routes.get(call.name)
+        if route is None:
+            return None, _Failure(call.name, f"unknown tool {call.name!r}"), call
+        if call.healed:
+            notes.append(f"{call.name}: healed ({', '.join(call.healed)})")
+        checked = validate_arguments(route.schema, call.arguments)
+        if not checked.ok:
+            listed = "; ".join(str(p) for p in checked.problems)
+            return None, _Failure(call.name, f"{call.name}: {listed}"), call
+        notes.extend(f"{call.name}: {c}" for c in checked.coerced)
+        call = call.with_arguments(checked.arguments)
+        if decide is not None:
+            verdict = _ask(decide, call)
+            if isinstance(verdict, ToolCall):
+                call = verdict
+            elif verdict is not True:
+                reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
+                message = f"the call of {call.name!r} was not approved{reason}"
+                return None, _Failure(call.name, message, denied=reason or " "), call
+        outcome, error = self._run(route, call)
+        return outcome, (_Failure(call.name, error) if error else None), call
 
     def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str | None]:
         error: BaseException | None = None
         outcome: Any = None
         try:
-            outcome = route.driver.execute_tool(route.tool.name, dict(call.arguments))
-        except ToolError as exc:
-            error = exc
-        except Exception as exc:  # a driver's bug must not take the host down
+            outcome = _call_with_timeout(
+                route.driver.execute_tool, self.call_timeout, route.tool.name, dict(call.arguments)
+            )
+        except Exception as exc:  # a driver's bug or failure must not reach the client
             error = exc
         if self.audit is not None:
             self.audit(call, outcome, error)
         if error is None:
             return outcome, None
+        if isinstance(error, TimeoutError):
+            return None, f"{call.name} did not finish within {self.call_timeout:g} s"
         kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
         return None, f"{call.name} failed: {kind}{error}"
 
-    def _retry_prompt(self, errors: Iterable[str]) -> str:
+    def _retry_prompt(self, failures: Sequence[_Failure]) -> str:
+        if all(f.denied for f in failures):
+            return "\n".join(
+                self.prompts.text(
+                    self.prompts.retry, "denied", tool=f.tool, reason=f.denied.strip() and f.denied
+                )
+                for f in failures
+            )
         names = ", ".join(t.name for t in self._table.tools) or "none"
-        listed = "\n".join(f"- {e}" for e in errors)
-        return (
-            f"The tool call could not be carried out:\n{listed}\n"
-            f"Available tools: {names}. Correct the call and answer with the JSON object only."
-        )
+        listed = "\n".join(f"- {f.message}" for f in failures)
+        return self.prompts.text(self.prompts.retry, "failed", errors=listed, names=names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    tool: str
+    message: str
+    denied: str = ""
+    """For a denied call: ``": <reason>"``, or a space when no reason was given."""
+
+
+def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
+    try:
+        return decide(call)
+    except Exception as exc:  # a consent check that breaks denies: fail closed
+        return f"the consent check failed ({type(exc).__name__}: {exc})"
+
+
+def _call_with_timeout(function: Callable[..., Any], timeout: float | None, *args: Any) -> Any:
+    if timeout is None:
+        return function(*args)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as exc:  # handed over below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="mcs-host tool call", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def _as_text(result: Any) -> str:

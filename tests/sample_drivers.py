@@ -140,3 +140,25 @@ class HangingTools(Calculator):
 class InvalidTools(Calculator):
     def list_tools(self) -> list[Any]:
         return [{"name": "nameless-description"}]
+
+
+class SpeakArgs(_Args):
+    text: str = Field(description="What to say.")
+    loud: bool = Field(False, description="Say it in capitals.")
+    to: str | None = Field(None, description="Whom to say it to.")
+
+
+class Speaker(MCSToolDriver):
+    """Has one tool, ``echo``, with optional arguments of several types."""
+
+    meta = DriverMeta(id="speak-0001", name="Speaker", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        return [tool_from_model("echo", SpeakArgs, description="Say a text back.")]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        if tool_name != "echo":
+            raise UnknownToolError(tool_name, ["echo"])
+        args = parse_arguments(tool_name, SpeakArgs, arguments)
+        text = args.text.upper() if args.loud else args.text
+        return f"{args.to}: {text}" if args.to else text

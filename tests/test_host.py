@@ -246,6 +246,9 @@ def test_plugins_approve_audit_and_see_the_report() -> None:
     assert plugin.loaded == [2]
     denied = driver.process_llm_response('{"tool": "echo", "arguments": {"text": "x"}}')
     assert denied.call_detail == "the call of 'echo' was not approved"
+    assert denied.retry_prompt == (
+        "The call of echo was not approved. Do not call it again unless asked."
+    )
     ran = driver.process_llm_response('{"tool": "calc__add", "arguments": {"a": 1, "b": 2}}')
     assert ran.tool_call_result == 3
     assert plugin.audited == [("calc__add", 3.0, None)]
@@ -279,3 +282,17 @@ def test_a_consent_hook_that_raises_denies_the_call() -> None:
     with pytest.warns(RuntimeWarning, match="consent hook raised"):
         response = driver.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 2}}')
     assert response.call_detail == "the call of 'add' was not approved"
+
+
+class EditingPlugin:
+    @hookimpl
+    def mcs_host_consent(self, call: ToolCall) -> ToolCall | None:
+        if call.arguments.get("a", 0) > 100:
+            return call.with_arguments({**call.arguments, "a": 100})
+        return None
+
+
+def test_a_plugin_can_edit_a_call_before_it_runs() -> None:
+    driver, _ = make_test_host({"calc": Calculator}, plugins=[EditingPlugin()])
+    response = driver.process_llm_response('{"tool": "add", "arguments": {"a": 5000, "b": 1}}')
+    assert response.tool_call_result == 101

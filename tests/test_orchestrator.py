@@ -166,11 +166,14 @@ def test_bad_arguments_fail_with_a_retry_prompt() -> None:
     stack = Orchestrator({"calc": Calculator()})
     response = stack.process_llm_response('{"tool": "add", "arguments": {"a": 1}}')
     assert (response.call_executed, response.call_failed) == (False, True)
-    assert (
-        response.call_detail == "add failed: tool 'add', argument 'b': required argument is missing"
+    assert response.call_detail == (
+        "add: argument 'b': required argument is missing (rule: required)"
     )
     assert response.retry_prompt is not None
-    assert response.retry_prompt.startswith("The tool call could not be carried out:\n- add failed")
+    assert response.retry_prompt.startswith(
+        "The tool call could not be carried out:\n- add: argument 'b'"
+    )
+    assert response.retry_prompt.endswith("Available tools: add.")
 
 
 def test_a_driver_exception_becomes_a_failed_call_not_a_crash() -> None:
@@ -179,18 +182,36 @@ def test_a_driver_exception_becomes_a_failed_call_not_a_crash() -> None:
             raise KeyError("secret")
 
     response = Orchestrator({"c": Crashing()}).process_llm_response(
-        '{"tool": "add", "arguments": {}}'
+        '{"tool": "add", "arguments": {"a": 1, "b": 2}}'
     )
     assert response.call_failed
     assert response.call_detail == "add failed: KeyError: 'secret'"
 
 
-def test_unknown_tools_pass_through_by_default_and_fail_when_asked() -> None:
+def test_unknown_tools_fail_with_the_tool_list_or_pass_through_in_a_chain() -> None:
     text = '{"tool": "weather", "arguments": {}}'
-    assert Orchestrator({"calc": Calculator()}).process_llm_response(text) == DriverResponse()
-    failing = Orchestrator({"calc": Calculator()}, on_unknown="fail").process_llm_response(text)
+    failing = Orchestrator({"calc": Calculator()}).process_llm_response(text)
     assert failing.call_failed
     assert failing.call_detail == "unknown tool 'weather'"
+    assert failing.retry_prompt is not None
+    assert "Available tools: add." in failing.retry_prompt
+    chained = Orchestrator({"calc": Calculator()}, on_unknown="pass")
+    assert chained.process_llm_response(text) == DriverResponse()
+    # a native call id always gets an answer, even for an unknown tool
+    native = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_9", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+        ],
+    }
+    answered = Orchestrator({"calc": Calculator()}).process_llm_response(native)
+    assert answered.messages is not None
+    assert answered.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_9",
+        "content": "error: unknown tool 'weather'",
+    }
 
 
 def test_answers_and_prose_are_not_calls() -> None:
@@ -213,22 +234,37 @@ def test_standalone_drivers_are_chained_after_the_tools() -> None:
     assert "To greet, answer greet:<name>." in stack.get_driver_system_message()
 
 
-def test_consent_sees_each_call_before_it_runs() -> None:
+def test_consent_approves_edits_or_denies_each_call_before_it_runs() -> None:
     calc = Calculator()
     seen: list[ToolCall] = []
 
-    def consent(call: ToolCall) -> bool:
+    def consent(call: ToolCall) -> bool | str | ToolCall:
         seen.append(call)
-        return call.arguments.get("a") != 666
+        if call.arguments["a"] == 666:
+            return False
+        if call.arguments["a"] == 13:
+            return "13 is unlucky"
+        if call.arguments["a"] < 0:
+            return call.with_arguments({**call.arguments, "a": 0})
+        return True
 
     stack = Orchestrator({"calc": calc}, consent=consent)
     denied = stack.process_llm_response('{"tool": "add", "arguments": {"a": 666, "b": 1}}')
     assert denied.call_failed
     assert denied.call_detail == "the call of 'add' was not approved"
+    assert denied.retry_prompt == (
+        "The call of add was not approved. Do not call it again unless asked."
+    )
+    reasoned = stack.process_llm_response('{"tool": "add", "arguments": {"a": 13, "b": 1}}')
+    assert reasoned.call_detail == "the call of 'add' was not approved: 13 is unlucky"
+    assert reasoned.retry_prompt == (
+        "The call of add was not approved: 13 is unlucky. Do not call it again unless asked."
+    )
     assert calc.calls == []
-    allowed = stack.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 1}}')
-    assert allowed.call_executed
-    assert [c.arguments["a"] for c in seen] == [666, 1]
+    edited = stack.process_llm_response('{"tool": "add", "arguments": {"a": -5, "b": 1}}')
+    assert edited.tool_call_result == 1
+    assert calc.calls == [("add", {"a": 0, "b": 1})]
+    assert [c.arguments["a"] for c in seen] == [666, 13, -5]
 
 
 def test_detect_and_execute_split_the_call_for_the_client() -> None:
@@ -259,3 +295,34 @@ def test_the_prompt_lists_every_tool_with_its_schema() -> None:
         }
     ]
     assert '{"tool": "<tool name>", "arguments"' in stack.get_driver_system_message()
+
+
+def test_a_tool_call_that_hangs_times_out_as_a_failed_call() -> None:
+    import threading
+
+    release = threading.Event()
+
+    class Slow(Calculator):
+        def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+            release.wait(30)
+            return "late"
+
+    try:
+        response = Orchestrator({"slow": Slow()}, call_timeout=0.2).process_llm_response(
+            '{"tool": "add", "arguments": {"a": 1, "b": 1}}'
+        )
+    finally:
+        release.set()
+    assert (response.call_executed, response.call_failed) == (False, True)
+    assert response.call_detail == "add did not finish within 0.2 s"
+
+
+def test_while_streaming_a_call_that_may_go_on_is_not_run_yet() -> None:
+    calc = Calculator()
+    stack = Orchestrator({"calc": calc})
+    partial = '{"tool": "add", "arguments": {"a": 1, "b": 2}'  # its closing brace may be coming
+    assert stack.process_llm_response(partial, streaming=True).is_empty
+    assert calc.calls == []
+    final = stack.process_llm_response(partial)  # the stream ended here: heal and run
+    assert final.tool_call_result == 3
+    assert final.call_detail == "add: healed (added a missing closing brace)"
