@@ -58,3 +58,17 @@ def test_the_python_api_examples_run(
     # in this environment the plugins are editable installs: verified, and refused
     assert "csv rejected editable-install" in out
     assert "['list_directory', 'read_file', 'search_files', 'stat']" in out
+
+
+def test_the_orchestrator_examples_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    consent_example, runner_example = blocks("The orchestrator", "python")
+    exec(compile(consent_example, "README.md", "exec"), {})  # noqa: S102
+    exec(compile(runner_example, "README.md", "exec"), {})  # noqa: S102
+    assert capsys.readouterr().out.splitlines() == [
+        "the model wants read_csv_head {'file': 'sales.csv', 'rows': 2}",
+        "['date', 'region', 'product', 'units', 'unit_price']",
+        "final It is sunny.",
+    ]
