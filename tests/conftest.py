@@ -24,3 +24,9 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fixture_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory to build fixture distributions' wheels into."""
     return tmp_path_factory.mktemp("fixture-wheels")
+
+
+@pytest.fixture(scope="session")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """uv's cache for the session's venvs (installs copy from it: tests tamper with files)."""
+    return tmp_path_factory.mktemp("uv-cache")

@@ -160,11 +160,6 @@ def scene(
     return {"venv": venv, "markers": markers, "registry": registry, "root": root}
 
 
-@pytest.fixture(scope="module")
-def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("uv-cache")
-
-
 Loader = Callable[..., tuple[int, dict[str, Any]]]
 
 

@@ -28,11 +28,6 @@ VICTIM = "5f0e3c1a-0000-4000-8000-00000000a1a1"
 OTHER = "5f0e3c1a-0000-4000-8000-00000000b2b2"
 
 
-@pytest.fixture(scope="session")
-def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("uv-cache")
-
-
 @pytest.fixture
 def venv(tmp_path: Path, wheelhouse: Path, uv_cache: Path) -> Venv:
     """A fresh venv with mcs-host (and no driver) installed."""
