@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 import typer
 
 from . import __version__
-from .discovery import PLUGIN_GROUP, Candidate, Discovery, discover
+from .discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Candidate, Discovery, declare, discover
 
 if TYPE_CHECKING:
     from .config import HostConfig
@@ -288,7 +288,14 @@ def verify_drivers(
         config, registry, registry_key, threshold, allow_unverified, allow_extensions
     )
     index, errors, paths = settings.trust_index()
-    found = discover(path)
+    found = declare(
+        discover(path),
+        (
+            (e.label, e.distribution, e.object)
+            for e in index.entries.values()
+            if e.group == ENTRY_POINT_GROUP
+        ),
+    )
     wanted = list(labels or ())
     missing = [label for label in wanted if not found.get(label)]
     policy = TrustPolicy(
@@ -376,12 +383,16 @@ def _verify_text(
 
 
 def _parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
+    return _parse_pairs(ids, "--id")
+
+
+def _parse_pairs(items: Sequence[str] | None, option: str) -> dict[str, str]:
     parsed = {}
-    for item in ids or ():
-        label, sep, driver_id = item.partition("=")
-        if not sep or not label or not driver_id:
-            raise typer.BadParameter(f"{item!r} is not LABEL=ID", param_hint="--id")
-        parsed[label] = driver_id
+    for item in items or ():
+        label, sep, value = item.partition("=")
+        if not sep or not label or not value:
+            raise typer.BadParameter(f"{item!r} is not LABEL=VALUE", param_hint=option)
+        parsed[label] = value
     return parsed
 
 
@@ -423,16 +434,43 @@ def lock_drivers(
     replace: Annotated[
         bool, typer.Option("--replace", help="Re-pin a version already pinned with another digest.")
     ] = False,
+    declare: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--declare",
+            help="LABEL=module:object: a driver of a distribution that ships no entry point.",
+            metavar="LABEL=OBJECT",
+        ),
+    ] = None,
+    distribution: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--distribution",
+            help="Pin this installed distribution (a library, or one --declare names).",
+            metavar="NAME",
+        ),
+    ] = None,
     path: SearchPathOption = None,
 ) -> None:
-    """Write registry pins for installed drivers or for wheel files."""
+    """Write registry pins for installed drivers, installed distributions, or wheel files.
+
+    A wheel or distribution without drivers (and not named by --declare) is pinned as a
+    library: a dependency drivers import, verified before they import it.
+    """
+    from .discovery import installed_distribution
     from .registry import (
         REGISTRY_FORMAT,
         Registry,
         RegistryError,
         default_registry_paths,
     )
-    from .release import Release, lock, release_from_candidates, release_from_wheel
+    from .release import (
+        Release,
+        lock,
+        release_from_candidates,
+        release_from_installed,
+        release_from_wheel,
+    )
 
     if trust not in ("verified", "reference", "community"):
         raise typer.BadParameter(
@@ -451,10 +489,18 @@ def lock_drivers(
         current = Registry(format=REGISTRY_FORMAT)
     except ValueError as exc:
         _fail(f"{target}: {exc}")
+    declared = _parse_pairs(declare, "--declare")
     releases: list[Release]
     try:
-        if wheel:
-            releases = [release_from_wheel(w) for w in wheel]
+        if wheel or distribution:
+            releases = [release_from_wheel(w) for w in wheel or ()]
+            search = [os.fspath(p) for p in path] if path else sys.path
+            for name in distribution or ():
+                found_dist = installed_distribution(name, search)
+                if found_dist is None:
+                    _fail(f"{name} is not installed")
+                dist_name, version, metadata_path, _ = found_dist
+                releases.append(release_from_installed(metadata_path, dist_name, version))
         else:
             found = discover(path)
             plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
@@ -469,6 +515,7 @@ def lock_drivers(
             releases,
             labels=list(labels or ()),
             ids=_parse_ids(ids),
+            declared=declared,
             trust=cast("TrustLabel", trust),
             replace=replace,
         )

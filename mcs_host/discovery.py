@@ -22,7 +22,9 @@ __all__ = [
     "Candidate",
     "Discovery",
     "Problem",
+    "declare",
     "discover",
+    "installed_distribution",
     "normalize_name",
     "parse_entry_points",
 ]
@@ -58,6 +60,8 @@ class Candidate:
     """The distribution's ``*.dist-info`` (or ``*.egg-info``) directory."""
     location: str
     """The directory on the search path the distribution is installed in."""
+    declared: bool = False
+    """Declared by a registry for a distribution that ships no entry point for it."""
 
     @property
     def project(self) -> str:
@@ -151,10 +155,66 @@ def discover(
     return Discovery(tuple(candidates), tuple(problems), group, search)
 
 
-def _installed(search: Sequence[str]) -> Iterator[_Installed]:
-    """Every distribution on ``search`` in path order, each metadata directory once."""
+def declare(found: Discovery, declarations: Iterable[tuple[str, str, str]]) -> Discovery:
+    """``found`` with a candidate for each ``(label, distribution, module:object)`` a registry
+    declares, when that distribution is installed and has no entry point of that label.
+
+    This is how drivers that ship no entry point (the published ``mcs-driver-*`` packages)
+    are found. Label conflicts are worked out again over all candidates.
+    """
+    candidates = list(found.candidates)
+    problems = [p for p in found.problems if p.code != "label-conflict"]
+    have = {(c.project, c.label) for c in candidates}
+    for label, distribution, value in declarations:
+        project = normalize_name(distribution)
+        if (project, label) in have:
+            continue  # the distribution's own entry point provides it
+        copies = list(_installed(found.path, name=project))
+        if not copies:
+            continue
+        if len(copies) > 1:
+            problems.append(_duplicate(project, [(c, [(label, value)]) for c in copies]))
+        name, version = _name_and_version(copies[0], problems)
+        candidate = Candidate(
+            label, value, name, version, copies[0].metadata_path, copies[0].location, True
+        )
+        reason = _entry_point_error(value)
+        if reason:
+            problems.append(
+                Problem(
+                    "invalid-entry-point",
+                    f"driver {label!r} declared for {name}: {value!r} {reason}",
+                    labels=(label,),
+                    distributions=(project,),
+                )
+            )
+        candidates.append(candidate)
+        have.add((project, label))
+    problems.extend(_label_conflicts(candidates))
+    candidates.sort(key=lambda c: (c.label, c.project, c.version, c.metadata_path))
+    problems.sort(key=lambda p: (p.code, p.labels, p.distributions, p.message))
+    return Discovery(tuple(candidates), tuple(problems), found.group, found.path)
+
+
+def installed_distribution(project: str, path: Sequence[str]) -> tuple[str, str, str, str] | None:
+    """``(name, version, metadata directory, location)`` of the first installed copy of the
+    distribution ``project`` on ``path``, or ``None``."""
+    for installed in _installed(path, name=normalize_name(project)):
+        name, version = _name_and_version(installed, [])
+        return name, version, installed.metadata_path, installed.location
+    return None
+
+
+def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Installed]:
+    """Every distribution on ``search`` (or those named ``name``) in path order, each
+    metadata directory once."""
     seen: set[str] = set()
-    for dist in metadata.distributions(path=list(search)):
+    found = (
+        metadata.distributions(path=list(search))
+        if name is None
+        else metadata.distributions(name=name, path=list(search))
+    )
+    for dist in found:
         raw = getattr(dist, "_path", None)
         if isinstance(raw, Path):
             meta_path = os.path.realpath(raw)

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -29,12 +29,14 @@ __all__ = [
     "REGISTRY_FORMAT",
     "REGISTRY_PAYLOAD_TYPE",
     "DriverEntry",
+    "LibraryEntry",
     "Pin",
     "PublisherKey",
     "Registry",
     "RegistryError",
     "RegistrySource",
     "RegistryState",
+    "ReleaseEntry",
     "TrustIndex",
     "default_registry_paths",
     "load_index",
@@ -80,12 +82,10 @@ class PublisherKey(_Strict):
         return PublicKey.parse(self.key)
 
 
-class DriverEntry(_Strict):
-    """What the registry knows about one driver id."""
+class ReleaseEntry(_Strict):
+    """What the registry knows about the releases of one distribution: pins, revocations,
+    allowed versions and the keys that may sign new releases."""
 
-    distribution: str = Field(description="The distribution that ships it (PEP 503 name).")
-    label: str = Field(description="The entry point name it is installed under.")
-    object: str = Field(description="The entry point value, module:object.")
     trust: TrustLabel = Field(default="community", description="verified, reference, community.")
     security_notes: tuple[str, ...] = Field(default=(), description="What users should know.")
     versions: str | None = Field(
@@ -99,15 +99,8 @@ class DriverEntry(_Strict):
         default_factory=dict, description="Version -> why it must never be loaded."
     )
     publisher_keys: tuple[PublisherKey, ...] = Field(
-        default=(), description="Keys whose signature on a release is trusted for this driver."
+        default=(), description="Keys whose signature on a release is trusted."
     )
-
-    @field_validator("distribution")
-    @classmethod
-    def _normalized(cls, value: str) -> str:
-        if normalize_name(value) != value:
-            raise ValueError(f"write the PEP 503 name {normalize_name(value)!r}")
-        return value
 
     @field_validator("versions")
     @classmethod
@@ -153,6 +146,36 @@ class DriverEntry(_Strict):
         return None
 
 
+class DriverEntry(ReleaseEntry):
+    """A driver: its distribution, label and object, and what it needs that it does not
+    declare."""
+
+    distribution: str = Field(description="The distribution that ships it (PEP 503 name).")
+    label: str = Field(
+        description="Its label: the entry point name, or the name it is mounted "
+        "under when the registry declares it for a distribution without one."
+    )
+    object: str = Field(description="The entry point value, module:object.")
+    group: Literal["mcs.drivers", "mcs.host_plugins"] = Field(
+        default="mcs.drivers", description="A driver, or a host plugin."
+    )
+    requires: tuple[str, ...] = Field(
+        default=(),
+        description="Distributions it imports without declaring them (PEP 503 names).",
+    )
+
+    @field_validator("distribution")
+    @classmethod
+    def _normalized(cls, value: str) -> str:
+        if normalize_name(value) != value:
+            raise ValueError(f"write the PEP 503 name {normalize_name(value)!r}")
+        return value
+
+
+class LibraryEntry(ReleaseEntry):
+    """A distribution drivers import (an adapter, a core library): verified like a driver."""
+
+
 class Registry(_Strict):
     """A registry document: the plain file, or the payload of a signed envelope."""
 
@@ -162,6 +185,17 @@ class Registry(_Strict):
         default=None, description="After this time the registry is refused (ISO 8601, with zone)."
     )
     drivers: dict[str, DriverEntry] = Field(default_factory=dict, description="Driver id -> entry.")
+    libraries: dict[str, LibraryEntry] = Field(
+        default_factory=dict, description="Distribution (PEP 503 name) -> its pins."
+    )
+
+    @field_validator("libraries")
+    @classmethod
+    def _library_names(cls, value: dict[str, LibraryEntry]) -> dict[str, LibraryEntry]:
+        for name in value:
+            if normalize_name(name) != name:
+                raise ValueError(f"write the PEP 503 name {normalize_name(name)!r}")
+        return value
 
     @field_validator("expires")
     @classmethod
@@ -344,8 +378,9 @@ class TrustIndex:
 
     entries: Mapping[str, DriverEntry] = field(default_factory=dict)
     conflicts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Driver id -> how the registries disagree about it; such a driver is refused."""
+    """Driver id or library name -> how the registries disagree about it; it is refused."""
     sources: tuple[str, ...] = ()
+    libraries: Mapping[str, LibraryEntry] = field(default_factory=dict)
 
     def find(
         self, driver_id: str | None, project: str, label: str
@@ -362,30 +397,40 @@ class TrustIndex:
     @classmethod
     def merge(cls, registries: Iterable[tuple[str, Registry]]) -> TrustIndex:
         merged: dict[str, DriverEntry] = {}
+        libraries: dict[str, LibraryEntry] = {}
         conflicts: dict[str, list[str]] = {}
         sources: list[str] = []
         for source, registry in registries:
             sources.append(source)
-            for driver_id, entry in registry.drivers.items():
-                if driver_id not in merged:
-                    merged[driver_id] = entry
-                    continue
-                combined, problems = _combine(merged[driver_id], entry, source)
-                merged[driver_id] = combined
-                conflicts.setdefault(driver_id, []).extend(problems)
+            for key, entry in registry.drivers.items():
+                if key in merged:
+                    merged[key], problems = _combine(merged[key], entry, source)
+                    conflicts.setdefault(key, []).extend(problems)
+                else:
+                    merged[key] = entry
+            for name, library in registry.libraries.items():
+                if name in libraries:
+                    libraries[name], problems = _combine(libraries[name], library, source)
+                    conflicts.setdefault(name, []).extend(problems)
+                else:
+                    libraries[name] = library
         return cls(
             merged,
             {k: tuple(v) for k, v in conflicts.items() if v},
             tuple(sources),
+            libraries,
         )
 
 
-def _combine(first: DriverEntry, later: DriverEntry, source: str) -> tuple[DriverEntry, list[str]]:
+_E = TypeVar("_E", bound=ReleaseEntry)
+
+
+def _combine(first: _E, later: _E, source: str) -> tuple[_E, list[str]]:
     problems = [
         f"{source} says {name} {getattr(later, name)!r}, "
         f"an earlier registry {getattr(first, name)!r}"
         for name in ("distribution", "object")
-        if getattr(first, name) != getattr(later, name)
+        if getattr(first, name, None) != getattr(later, name, None)
     ]
     releases = dict(first.releases)
     for version, pin in later.releases.items():
@@ -399,17 +444,17 @@ def _combine(first: DriverEntry, later: DriverEntry, source: str) -> tuple[Drive
     specifiers = [s for s in (first.versions, later.versions) if s]
     minimums = [m for m in (first.minimum_version, later.minimum_version) if m]
     keys = {k.key: k for k in (*first.publisher_keys, *later.publisher_keys)}
-    combined = first.model_copy(
-        update={
-            "releases": releases,
-            "revoked": {**later.revoked, **first.revoked},
-            "versions": ",".join(specifiers) or None,
-            "minimum_version": max(minimums, key=Version) if minimums else None,
-            "publisher_keys": tuple(keys.values()),
-            "security_notes": tuple(dict.fromkeys((*first.security_notes, *later.security_notes))),
-        }
-    )
-    return combined, problems
+    update: dict[str, Any] = {
+        "releases": releases,
+        "revoked": {**later.revoked, **first.revoked},
+        "versions": ",".join(specifiers) or None,
+        "minimum_version": max(minimums, key=Version) if minimums else None,
+        "publisher_keys": tuple(keys.values()),
+        "security_notes": tuple(dict.fromkeys((*first.security_notes, *later.security_notes))),
+    }
+    if isinstance(first, DriverEntry) and isinstance(later, DriverEntry):
+        update["requires"] = tuple(dict.fromkeys((*first.requires, *later.requires)))
+    return first.model_copy(update=update), problems
 
 
 def load_index(

@@ -19,8 +19,8 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,7 +40,7 @@ from .integrity import (
     scan_installed,
     scan_wheel,
 )
-from .registry import DriverEntry, Pin, Registry, RegistryError
+from .registry import DriverEntry, LibraryEntry, Pin, Registry, RegistryError
 from .signing import Envelope, PrivateKey
 
 __all__ = [
@@ -96,6 +96,8 @@ class Release:
     """Label -> the meta its manifest declares (labels without a manifest are absent)."""
     problems: tuple[str, ...]
     wheel_sha256: str | None = None
+    groups: Mapping[str, str] = field(default_factory=dict)
+    """Label -> its entry point group (``mcs.drivers`` or ``mcs.host_plugins``)."""
 
     @property
     def project(self) -> str:
@@ -150,9 +152,11 @@ def _describe(
 ) -> Release:
     problems: list[str] = []
     entries: list[tuple[str, str]] = []
+    groups: dict[str, str] = {}
     for group in (ENTRY_POINT_GROUP, PLUGIN_GROUP):
         found, bad = parse_entry_points(entry_points_text or "", group)
         entries += found
+        groups.update((label, group) for label, _ in found)
         problems += [
             f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad
         ]
@@ -173,7 +177,7 @@ def _describe(
         if manifest is not None and attr.strip() in manifest.drivers:
             metas[label] = manifest.drivers[attr.strip()]
     return Release(
-        distribution, version, scan, tuple(entries), metas, tuple(problems), wheel_sha256
+        distribution, version, scan, tuple(entries), metas, tuple(problems), wheel_sha256, groups
     )
 
 
@@ -338,23 +342,33 @@ def lock(
     *,
     labels: Sequence[str] = (),
     ids: Mapping[str, str] | None = None,
+    declared: Mapping[str, str] | None = None,
     trust: Literal["verified", "reference", "community"] = "community",
     replace: bool = False,
 ) -> Registry:
-    """``registry`` with pins for the drivers of ``releases`` (only ``labels``, if given).
+    """``registry`` with pins for ``releases``.
 
-    Existing entries keep their trust label, notes, keys and other releases; a driver id whose
-    entry names another distribution is refused, as that is how a typosquat would be locked. A
-    version already pinned with another digest is refused unless ``replace`` is true.
+    Each driver (entry point, or ``declared`` label -> ``module:object`` for a distribution
+    that ships none) gets a driver pin under its id (from its manifest, or ``ids``); only
+    ``labels`` if given. A release with no driver is pinned as a library. Existing entries
+    keep their trust label, notes, keys and other releases; a driver id whose entry names
+    another distribution is refused, as that is how a typosquat would be locked. A version
+    already pinned with another digest is refused unless ``replace`` is true.
     """
     drivers = dict(registry.drivers)
+    libraries = dict(registry.libraries)
     for release in releases:
         if release.problems:
             raise ValueError(
                 f"{release.distribution} {release.version}: {'; '.join(release.problems)}"
             )
         pin = release.pin()
-        for label, value in release.entry_points:
+        entries = [*release.entry_points, *_declared_in(release, declared or {})]
+        if not entries:
+            library = libraries.get(release.project) or LibraryEntry(trust=trust)
+            libraries[release.project] = _pinned(library, release, pin, replace)
+            continue
+        for label, value in entries:
             if labels and label not in labels:
                 continue
             meta = release.metas.get(label)
@@ -365,7 +379,11 @@ def lock(
                     "give its id"
                 )
             entry = drivers.get(driver_id) or DriverEntry(
-                distribution=release.project, label=label, object=value, trust=trust
+                distribution=release.project,
+                label=label,
+                object=value,
+                trust=trust,
+                group=release.groups.get(label, ENTRY_POINT_GROUP),
             )
             if entry.distribution != release.project:
                 raise RegistryError(
@@ -373,15 +391,38 @@ def lock(
                     f"driver id {driver_id} belongs to {entry.distribution} in the registry, "
                     f"not to {release.project}",
                 )
-            known = entry.pin_for(release.version)
-            if known is not None and known.digest != pin.digest and not replace:
-                raise RegistryError(
-                    "pinned",
-                    f"{release.distribution} {release.version} is already pinned as "
-                    f"{known.digest}, these files are {pin.digest}; a rebuild with other "
-                    "contents should get a new version (or lock with replace)",
-                )
-            drivers[driver_id] = entry.model_copy(
-                update={"object": value, "releases": {**entry.releases, release.version: pin}}
+            drivers[driver_id] = _pinned(entry, release, pin, replace).model_copy(
+                update={"object": value}
             )
-    return registry.model_copy(update={"drivers": dict(sorted(drivers.items()))})
+    return registry.model_copy(
+        update={
+            "drivers": dict(sorted(drivers.items())),
+            "libraries": dict(sorted(libraries.items())),
+        }
+    )
+
+
+_Entry = TypeVar("_Entry", DriverEntry, LibraryEntry)
+
+
+def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
+    known = entry.pin_for(release.version)
+    if known is not None and known.digest != pin.digest and not replace:
+        raise RegistryError(
+            "pinned",
+            f"{release.distribution} {release.version} is already pinned as "
+            f"{known.digest}, these files are {pin.digest}; a rebuild with other "
+            "contents should get a new version (or lock with replace)",
+        )
+    return entry.model_copy(update={"releases": {**entry.releases, release.version: pin}})
+
+
+def _declared_in(release: Release, declared: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The declared ``(label, module:object)`` whose module this release ships."""
+    listed = {e.path for e in release.scan.digest.entries} if release.scan.digest else set()
+    found = []
+    for label, value in declared.items():
+        _, problem = resolve_module(value.partition(":")[0].strip(), listed)
+        if problem is None:
+            found.append((label, value))
+    return found

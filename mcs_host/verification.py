@@ -32,11 +32,18 @@ from .integrity import (
     resolve_module,
     scan_installed,
 )
-from .registry import DriverEntry, TrustIndex
+from .registry import DriverEntry, ReleaseEntry, TrustIndex
 from .release import RELEASE_PAYLOAD_TYPE, ReleaseStatement
 from .signing import Envelope, SignatureError
 
-__all__ = ["Status", "TrustPolicy", "Verification", "verify", "verify_candidate"]
+__all__ = [
+    "Status",
+    "TrustPolicy",
+    "Verification",
+    "release_decision",
+    "verify",
+    "verify_candidate",
+]
 
 Status = Literal["pinned", "signed", "unverified", "revoked", "rejected"]
 
@@ -308,33 +315,11 @@ class _Check:
                 "entry-point-mismatch",
                 f"entry point {c.label} = {c.value} differs from the registry's {entry.object}",
             )
-        try:
-            Version(c.version)
-        except InvalidVersion:
-            raise _RefusedError(
-                "rejected", "invalid-version", f"{c.version!r} is not a version"
-            ) from None
-        revoked = entry.revocation(c.version)
-        if revoked is not None:
-            raise _RefusedError(
-                "revoked", "revoked", f"{c.distribution} {c.version} is revoked: {revoked}"
-            )
-        refused = entry.refuses_version(c.version)
-        if refused is not None:
-            code = "below-minimum" if "minimum" in refused else "version-not-allowed"
-            raise _RefusedError("rejected", code, f"{c.distribution} {refused}")
-        pin = entry.pin_for(c.version)
-        if pin is not None:
-            if pin.digest != digest.digest:
-                raise _RefusedError(
-                    "rejected",
-                    "digest-mismatch",
-                    f"{c.distribution} {c.version}: tree digest {digest.digest} "
-                    f"({digest.files} files, {digest.bytes} bytes) differs from the pinned "
-                    f"{pin.digest} ({pin.files} files, {pin.bytes} bytes); every file matches "
-                    "RECORD, so RECORD was rewritten with them or this is another build",
-                )
-            return "pinned", "pinned", f"matches the pin for {c.version}"
+        decided = release_decision(entry, c.distribution, c.version, digest)
+        if decided is not None and decided[0] != "pinned":
+            raise _RefusedError(*decided)
+        if decided is not None:
+            return decided
         signed = self._signature(driver_id, entry)
         if signed is not None:
             return signed
@@ -391,6 +376,38 @@ class _Check:
         self.signers = tuple(key.keyid for key in signers)
         names = ", ".join(k.keyid[:16] for k in signers)
         return "signed", "signed", f"signed by {names}, a publisher key of driver {driver_id}"
+
+
+def release_decision(
+    entry: ReleaseEntry, distribution: str, version: str, digest: TreeDigest
+) -> tuple[Status, str, str] | None:
+    """What a registry entry says of one release: ``(status, reason, message)`` with status
+    ``pinned``, ``rejected`` (a refused version, or a digest that differs) or ``revoked``;
+    ``None`` when it neither pins nor refuses that version."""
+    try:
+        Version(version)
+    except InvalidVersion:
+        return "rejected", "invalid-version", f"{version!r} is not a version"
+    revoked = entry.revocation(version)
+    if revoked is not None:
+        return "revoked", "revoked", f"{distribution} {version} is revoked: {revoked}"
+    refused = entry.refuses_version(version)
+    if refused is not None:
+        code = "below-minimum" if "minimum" in refused else "version-not-allowed"
+        return "rejected", code, f"{distribution} {refused}"
+    pin = entry.pin_for(version)
+    if pin is None:
+        return None
+    if pin.digest != digest.digest:
+        return (
+            "rejected",
+            "digest-mismatch",
+            f"{distribution} {version}: tree digest {digest.digest} "
+            f"({digest.files} files, {digest.bytes} bytes) differs from the pinned "
+            f"{pin.digest} ({pin.files} files, {pin.bytes} bytes); every file matches "
+            "RECORD, so RECORD was rewritten with them or this is another build",
+        )
+    return "pinned", "pinned", f"matches the pin for {version}"
 
 
 def _statement_mismatch(
