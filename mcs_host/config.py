@@ -44,6 +44,11 @@ class TrustSettings(_Strict):
     allow_extensions: bool = Field(
         default=False, description="Load drivers that ship extension modules."
     )
+    dependencies: Literal["report", "refuse"] = Field(
+        default="report",
+        description="Unverified dependencies and imports: reported as warnings, or refused "
+        "(strict mode refuses them too).",
+    )
 
 
 class DriverSettings(_Strict):

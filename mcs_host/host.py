@@ -9,6 +9,7 @@ required driver that does not mount. Drivers not asked for are never verified no
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import traceback
@@ -32,11 +33,21 @@ from .compat import (
 )
 from .config import DriverSettings, HostConfig, load_config
 from .contract import Tool, implemented_capabilities
-from .discovery import PLUGIN_GROUP, Candidate, Discovery, discover, normalize_name
+from .dependencies import check_dependencies, unverified_imports
+from .discovery import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_GROUP,
+    Candidate,
+    Discovery,
+    declare,
+    discover,
+    normalize_name,
+)
 from .hooks import PluginError, plugin_manager, register_plugin
-from .importer import IntegrityError, check_runtime_meta, import_driver
+from .importer import IntegrityError, check_runtime_meta, import_driver, verified_importer
 from .integrity import TreeScan
 from .orchestrator import Orchestrator, is_standalone_driver, is_tool_driver
+from .reference import ReferenceToolDriver, is_reference_driver
 from .registry import TrustIndex
 from .verification import TrustPolicy, Verification, verify_candidate
 
@@ -206,6 +217,9 @@ class _Load:
             allow_unverified=self.config.trust.allow_unverified,
             allow_extensions=self.config.trust.allow_extensions,
         )
+        self.refuse_unverified_code = (
+            self.config.strict or self.config.trust.dependencies == "refuse"
+        )
         self.scans: dict[str, TreeScan] = {}
         self.index = TrustIndex()
 
@@ -217,7 +231,14 @@ class _Load:
         with _timed(timings, "plugins"):
             plugins = self._load_plugins()
         with _timed(timings, "discover"):
-            found = discover(self.host.search_path)
+            found = declare(
+                discover(self.host.search_path),
+                (
+                    (e.label, e.distribution, e.object)
+                    for e in self.index.entries.values()
+                    if e.group == ENTRY_POINT_GROUP
+                ),
+            )
         plans, records = self._plan(found)
         mounts: list[tuple[str, object, tuple[Tool, ...] | None]] = []
         for plan in plans:
@@ -409,15 +430,18 @@ class _Load:
         timings: dict[str, float] = {}
         notes: list[str] = []
         try:
+            before: set[str] | None = None
             if plan.obj is not None:
                 obj: object = plan.obj
                 verification = None
             else:
-                obj, verification = self._import(plan, candidates, found, timings, notes)
+                obj, verification, before = self._import(plan, candidates, found, timings, notes)
                 record = replace(record, trust=verification.status)
             driver, tools, health = self._activate(
                 plan, obj, record.version, verification, timings, notes
             )
+            if verification is not None and before is not None:
+                self._check_imports(verification, before, notes)
         except _Refused as refused:
             return (
                 replace(
@@ -452,7 +476,9 @@ class _Load:
         found: Discovery,
         timings: dict[str, float],
         notes: list[str],
-    ) -> tuple[object, Verification]:
+    ) -> tuple[object, Verification, set[str]]:
+        """Verify, check and import the driver: the object, its verification, and the
+        modules loaded before its import (to see what it brought in)."""
         if not candidates:
             raise _Refused(
                 "failed", "not-installed", f"no installed driver has the label {plan.driver!r}"
@@ -479,6 +505,9 @@ class _Load:
                 problem = version_problem(plan.label, candidate.version, required)
             if problem is not None:
                 raise _Refused("rejected", problem.code, problem.message)
+        with _timed(timings, "dependencies"):
+            self._dependencies(candidate, verification, notes)
+        before = set(sys.modules)
         with _timed(timings, "import"):
             try:
                 obj = import_driver(verification)
@@ -494,7 +523,7 @@ class _Load:
         mismatch = check_runtime_meta(obj, verification)
         if mismatch is not None:
             raise _Refused("rejected", "meta-mismatch", mismatch)
-        return obj, verification
+        return obj, verification, before
 
     def _activate(
         self,
@@ -509,6 +538,8 @@ class _Load:
         timeout = settings.timeout or self.config.timeout
         with _timed(timings, "instantiate"):
             driver = self._instantiate(obj, settings, timeout)
+        if is_reference_driver(driver) and is_tool_driver(driver):
+            driver = ReferenceToolDriver(driver)
         with _timed(timings, "check"):
             meta, problems = meta_of(driver, version)
             if meta is None:
@@ -546,6 +577,8 @@ class _Load:
             with _timed(timings, "list_tools"):
                 listed = self._call(driver.list_tools, timeout, "list_tools")  # type: ignore[attr-defined]
                 tools = _valid_tools(listed)
+            if not tools:
+                raise _Refused("failed", "no-tools", self._no_tools(driver, meta, timeout))
         elif not is_standalone_driver(driver):
             raise _Refused(
                 "failed",
@@ -554,6 +587,70 @@ class _Load:
                 "process_llm_response",
             )
         return driver, tools, health
+
+    def _no_tools(self, driver: object, meta: Any, timeout: float) -> str:
+        """Why a ToolDriver listed no tools, as far as its healthcheck can tell."""
+        message = f"{type(getattr(driver, 'inner', driver)).__qualname__} lists no tools"
+        if "healthcheck" in meta.capabilities:
+            try:
+                health = self._call(driver.healthcheck, timeout, "healthcheck")  # type: ignore[attr-defined]
+            except _Refused as refused:
+                health = refused.message
+            message += f"; its healthcheck says {health!r}"
+        return message
+
+    def _dependencies(
+        self, candidate: Candidate, verification: Verification, notes: list[str]
+    ) -> None:
+        """Verify what the driver needs; register pinned dependencies for verified import."""
+        entry = self.index.entries.get(verification.driver_id or "")
+        checks = check_dependencies(
+            candidate.distribution,
+            candidate.metadata_path,
+            self.index,
+            list(self.host.search_path or sys.path),
+            entry.requires if entry else (),
+            scans=self.scans,
+        )
+        for check in checks:
+            if check.status == "missing":
+                raise _Refused("failed", "missing-dependency", check.message)
+            if check.status in ("rejected", "revoked"):
+                raise _Refused(
+                    "rejected",
+                    "dependency-rejected",
+                    f"dependency {check.distribution} {check.version}: {check.reason}: "
+                    f"{check.message}",
+                )
+            if not check.declared:
+                notes.append(
+                    f"undeclared-dependency: {check.required_by} needs {check.distribution} "
+                    "without declaring it (the registry says so)"
+                )
+            if check.status == "pinned" and check.location is not None:
+                verified_importer().register(check.location, check.modules)
+            elif check.status == "unverified":
+                message = (
+                    f"dependency {check.distribution} {check.version} is unverified "
+                    f"({check.reason}: {check.message})"
+                )
+                if self.refuse_unverified_code:
+                    raise _Refused("rejected", "unverified-dependency", message)
+                notes.append(f"unverified-dependency: {message}")
+
+    def _check_imports(
+        self, verification: Verification, before: set[str], notes: list[str]
+    ) -> None:
+        """Name the modules this driver brought in from unverified distributions."""
+        if verification.status not in ("pinned", "signed"):
+            return
+        found = unverified_imports(set(sys.modules) - before)
+        for owner, names in sorted(found.items()):
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            message = f"imported {shown} from {owner}, which is not verified"
+            if self.refuse_unverified_code:
+                raise _Refused("rejected", "unverified-import", message)
+            notes.append(f"unverified-import: {message}")
 
     def _instantiate(self, obj: object, settings: DriverSettings, timeout: float) -> object:
         if isinstance(obj, type) or (callable(obj) and not _looks_like_driver(obj)):

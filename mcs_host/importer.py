@@ -30,6 +30,7 @@ __all__ = [
     "VerifiedImporter",
     "check_runtime_meta",
     "import_driver",
+    "is_verified_module",
     "verified_importer",
 ]
 
@@ -180,6 +181,12 @@ def _refuse_imported_elsewhere(verification: Verification) -> None:
                 f"module {expected.name!r} was already imported from {where} before "
                 "verification; its code cannot be vouched for"
             )
+
+
+def is_verified_module(module: object) -> bool:
+    """Whether ``module`` was imported from verified bytes by the verified importer."""
+    spec = getattr(module, "__spec__", None)
+    return isinstance(getattr(spec, "loader", None), _VerifiedLoader)
 
 
 def check_runtime_meta(driver: object, verification: Verification) -> str | None:

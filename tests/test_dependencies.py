@@ -1,0 +1,170 @@
+"""Attack tests: a driver must not pull unverified code in through its dependencies.
+
+Every fixture distribution writes a marker named after itself when its module is imported, so
+each test sees which code ran. ``helper-lib`` is a library a driver declares; ``sneaky-lib`` is
+installed and imported by a driver that does not declare it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Project, Venv, build_wheel, pip
+
+pytestmark = pytest.mark.venv
+
+MARK = "import pathlib\npathlib.Path({markers!r}, {name!r}).write_text('imported')\n"
+
+DRIVER = """
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+{imports}
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [Tool(name="{name}_answer", description="Answer.")]
+
+    def execute_tool(self, tool_name, arguments):
+        return ANSWER
+"""
+
+DRIVERS = {
+    # label: (dependencies, what its module imports)
+    "declares": (["mcs-host", "helper-lib"], "from helper_lib import ANSWER"),
+    "sneaky": (["mcs-host"], "from sneaky_lib import ANSWER"),
+    "absent": (["mcs-host", "absent-lib"], "ANSWER = 0"),
+}
+
+
+def _library(name: str, markers: Path) -> Project:
+    module = name.replace("-", "_")
+    code = MARK.format(markers=str(markers), name=name) + "ANSWER = 42\n"
+    return Project(name, files={f"{module}/__init__.py": code})
+
+
+def _driver(label: str, markers: Path) -> Project:
+    dependencies, imports = DRIVERS[label]
+    package = f"{label}_driver"
+    code = MARK.format(markers=str(markers), name=label) + DRIVER.format(
+        imports=imports, name=label
+    )
+    manifest = {"id": f"{label}-id", "name": label, "version": "1.0.0"}
+    return Project(
+        f"{label}-driver",
+        files={
+            f"{package}/__init__.py": code,
+            f"{package}/mcs-driver.json": json.dumps(
+                {"format": "mcs-driver-manifest/1", "drivers": {"Driver": manifest}}
+            ),
+        },
+        entry_points={"mcs.drivers": {label: f"{package}:Driver"}},
+        dependencies=dependencies,
+    )
+
+
+@pytest.fixture(scope="module")
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("dependencies")
+    markers = root / "markers"
+    markers.mkdir()
+    venv = Venv.create(root / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    projects = [_library(n, markers) for n in ("helper-lib", "sneaky-lib")]
+    projects += [_driver(label, markers) for label in DRIVERS]
+    wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    # drivers-only.json pins the drivers; with-library.json pins helper-lib as well
+    drivers_only, with_library = root / "drivers-only.json", root / "with-library.json"
+    done = venv.run("mcs-host", "lock", "--registry", drivers_only)
+    assert done.returncode == 0, done.stderr
+    with_library.write_text(drivers_only.read_text())
+    done = venv.run("mcs-host", "lock", "--registry", with_library, "--distribution", "helper-lib")
+    assert done.returncode == 0, done.stderr
+    assert list(json.loads(with_library.read_text())["libraries"]) == ["helper-lib"]
+    assert not list(markers.iterdir()), "lock imported code"
+    return {"venv": venv, "markers": markers, "root": root}
+
+
+def load(
+    scene: dict[str, Any], tmp_path: Path, registry: str, config: str = ""
+) -> dict[str, tuple[str, str, list[str]]]:
+    for marker in scene["markers"].iterdir():
+        marker.unlink()
+    config_file = tmp_path / "mcs-host.toml"
+    config_file.write_text(f"registries = [{str(scene['root'] / registry)!r}]\n{config}")
+    done = scene["venv"].run(
+        "mcs-host", "load", "--json", "--config", config_file,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert done.stdout, done.stderr
+    report = json.loads(done.stdout)
+    return {d["label"]: (d["status"], d["reason"], d["warnings"]) for d in report["drivers"]}
+
+
+def ran(scene: dict[str, Any]) -> set[str]:
+    return {p.name for p in scene["markers"].iterdir()}
+
+
+def test_a_pinned_dependency_is_imported_from_verified_bytes(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    found = load(scene, tmp_path, "with-library.json")
+    status, reason, warnings = found["declares"]
+    assert (status, reason) == ("mounted", "mounted")
+    assert not [w for w in warnings if "helper" in w]
+
+
+def test_an_unpinned_dependency_is_reported_and_refused_under_the_strict_policy(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    status, _, warnings = load(scene, tmp_path, "drivers-only.json")["declares"]
+    assert status == "mounted"
+    assert any(
+        w.startswith("unverified-dependency: dependency helper-lib 1.0.0 is unverified")
+        for w in warnings
+    ), warnings
+
+    found = load(scene, tmp_path, "drivers-only.json", '[trust]\ndependencies = "refuse"\n')
+    status, reason, _ = found["declares"]
+    assert (status, reason) == ("rejected", "unverified-dependency")
+    # refused before import: neither the driver nor its library ran
+    assert not {"declares", "helper-lib"} & ran(scene)
+
+
+def test_a_tampered_dependency_refuses_the_driver_before_any_code_runs(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    (init,) = scene["venv"].site_packages.glob("helper_lib/__init__.py")
+    original = init.read_text()
+    init.write_text(original.replace("ANSWER = 42", "ANSWER = 'pwned'"))
+    try:
+        status, reason, _ = load(scene, tmp_path, "with-library.json")["declares"]
+    finally:
+        init.write_text(original)
+    assert (status, reason) == ("rejected", "dependency-rejected")
+    assert not {"declares", "helper-lib"} & ran(scene)
+
+
+def test_an_undeclared_import_from_an_unverified_distribution_is_named(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    status, _, warnings = load(scene, tmp_path, "with-library.json")["sneaky"]
+    assert status == "mounted"
+    assert "unverified-import: imported sneaky_lib from sneaky-lib, which is not verified" in (
+        warnings
+    )
+    found = load(scene, tmp_path, "with-library.json", '[trust]\ndependencies = "refuse"\n')
+    assert found["sneaky"][:2] == ("rejected", "unverified-import")
+
+
+def test_a_missing_dependency_fails_before_import(scene: dict[str, Any], tmp_path: Path) -> None:
+    status, reason, _ = load(scene, tmp_path, "with-library.json")["absent"]
+    assert (status, reason) == ("failed", "missing-dependency")
+    assert "absent" not in ran(scene)
