@@ -1,0 +1,100 @@
+"""Pin the published reference MCS drivers and the MCS libraries they import in registry.json.
+
+    python scripts/lock_reference.py
+
+Downloads the wheels of the releases below from the package registry and locks them with
+``mcs-host lock --wheel``: the three drivers, which ship no entry point, are declared with
+their object and the id their meta carries; the core, adapter and types libraries they import
+are pinned as libraries. The drivers get the trust label "reference". ``mcs-driver-filesystem``
+imports ``mcs-adapter-localfs`` without declaring it: the registry records that.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = ROOT / "registry.json"
+
+DRIVERS = {
+    # label: (distribution==version, object, id of its DriverMeta)
+    "mcs-csv": (
+        "mcs-driver-csv==0.1.4",
+        "mcs.driver.csv:CsvToolDriver",
+        "8f3c7a2e-9d4b-4f1a-b5e6-1c8a9f2d3e7b",
+    ),
+    "mcs-filesystem": (
+        "mcs-driver-filesystem==0.2.4",
+        "mcs.driver.filesystem:FilesystemToolDriver",
+        "a1b2c3d4-fs01-4000-9000-filesystem0001",
+    ),
+    "mcs-rest": (
+        "mcs-driver-rest==0.3.2",
+        "mcs.driver.rest:RestToolDriver",
+        "cb8d5cb9-089d-4b96-8439-1a4cda5f1621",
+    ),
+}
+LIBRARIES = [
+    "mcs-driver-core==0.4.1",
+    "mcs-adapter-localfs==0.2.0",
+    "mcs-adapter-http==0.3.0",
+    "mcs-types-http==0.1.0",
+]
+UNDECLARED = {"mcs-filesystem": ["mcs-adapter-localfs"]}
+NOTES = {
+    "mcs-csv": "Reads CSV files under base_dir through mcs-adapter-localfs; read-only.",
+    "mcs-filesystem": "Reads and WRITES files under base_dir (write_file); needs "
+    "mcs-adapter-localfs, which it does not declare.",
+    "mcs-rest": "Calls any operation of the OpenAPI spec at url, with the HTTP methods it "
+    "declares; lists no tools when the spec cannot be fetched.",
+}
+
+
+def main() -> int:
+    requirements = [spec for spec, _, _ in DRIVERS.values()] + LIBRARIES
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--dest",
+                tmp,
+                *requirements,
+            ],
+            check=True,
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "mcs_host",
+            "lock",
+            "--registry",
+            str(REGISTRY),
+            "--trust",
+            "reference",
+        ]
+        for wheel in sorted(Path(tmp).glob("*.whl")):
+            command += ["--wheel", str(wheel)]
+        for label, (_, obj, driver_id) in DRIVERS.items():
+            command += ["--declare", f"{label}={obj}", "--id", f"{label}={driver_id}"]
+        subprocess.run(command, check=True)
+    document = json.loads(REGISTRY.read_text())
+    for label, (_, _, driver_id) in DRIVERS.items():
+        entry = document["drivers"][driver_id]
+        entry["security_notes"] = [NOTES[label]]
+        if label in UNDECLARED:
+            entry["requires"] = UNDECLARED[label]
+    REGISTRY.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

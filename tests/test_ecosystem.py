@@ -1,0 +1,362 @@
+"""The published reference MCS drivers, installed from the package registry, verified and run.
+
+``mcs-driver-csv``, ``mcs-driver-filesystem`` and ``mcs-driver-rest`` ship no entry point;
+this repository's registry.json declares them, pins their releases and the MCS libraries they
+import. These tests need the package registry (deselect with ``-m "not network"``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar, cast
+
+import pytest
+from distbuild import ROOT, Venv, pip
+
+pytestmark = [pytest.mark.venv, pytest.mark.network]
+
+REFERENCE = [
+    "mcs-driver-csv==0.1.4",
+    "mcs-driver-filesystem==0.2.4",
+    "mcs-driver-rest==0.3.2",
+    "mcs-adapter-localfs==0.2.0",
+]
+REGISTRY = ROOT / "registry.json"
+
+
+@pytest.fixture(scope="module")
+def reference_venv(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> Venv:
+    """mcs-host, and the reference drivers installed with pip from the package registry."""
+    venv = Venv.create(tmp_path_factory.mktemp("reference") / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    pip("install", "--find-links", str(wheelhouse), *REFERENCE, python=venv.python)
+    return venv
+
+
+class _Pets(BaseHTTPRequestHandler):
+    """A tiny REST API with its OpenAPI document."""
+
+    pets: ClassVar[dict[str, dict[str, Any]]] = {
+        "1": {"id": 1, "name": "Rex", "kind": "dog"},
+        "2": {"id": 2, "name": "Tom", "kind": "cat"},
+    }
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        port = cast("ThreadingHTTPServer", self.server).server_port
+        if self.path == "/openapi.json":
+            self._json(200, _spec(port))
+        elif self.path.startswith("/pets/"):
+            pet = self.pets.get(self.path.rsplit("/", 1)[1])
+            self._json(200 if pet else 404, pet or {"detail": "no such pet"})
+        elif self.path.startswith("/pets"):
+            self._json(200, list(self.pets.values()))
+        else:
+            self._json(404, {"detail": "not found"})
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def _json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _spec(port: int) -> dict[str, Any]:
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Pets", "version": "1.0.0"},
+        "servers": [{"url": f"http://127.0.0.1:{port}"}],
+        "paths": {
+            "/pets": {
+                "get": {
+                    "operationId": "listPets",
+                    "summary": "List all pets",
+                    "responses": {"200": {"description": "The pets"}},
+                }
+            },
+            "/pets/{petId}": {
+                "get": {
+                    "operationId": "getPet",
+                    "summary": "Get one pet by id",
+                    "parameters": [
+                        {
+                            "name": "petId",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {"200": {"description": "The pet"}},
+                }
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def pets_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pets)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/openapi.json"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def config(tmp_path: Path, pets_api: str) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pets.csv").write_text("name,kind,age\nRex,dog,3\nTom,cat,5\nBo,dog,7\n")
+    (data / "notes.txt").write_text("feed the cat at six\n")
+    path = tmp_path / "mcs-host.toml"
+    path.write_text(
+        f"registries = [{str(REGISTRY)!r}]\n"
+        f'[drivers.mcs-csv]\nsettings = {{ base_dir = "{data}" }}\n'
+        f'[drivers.mcs-filesystem]\nsettings = {{ base_dir = "{data}" }}\n'
+        f'[drivers.mcs-rest]\nsettings = {{ url = "{pets_api}" }}\n'
+    )
+    return path
+
+
+def run(venv: Venv, config: Path, text: str, tmp_path: Path) -> dict[str, Any]:
+    done = venv.run(
+        "mcs-host",
+        "run",
+        "--config",
+        config,
+        text,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert done.stdout, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_the_published_drivers_verify_as_pinned_reference_drivers(
+    reference_venv: Venv, tmp_path: Path
+) -> None:
+    done = reference_venv.run(
+        "mcs-host",
+        "verify",
+        "--json",
+        "--registry",
+        REGISTRY,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout
+    drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
+    assert {label: (d["status"], d["trust"]) for label, d in drivers.items()} == {
+        "mcs-csv": ("pinned", "reference"),
+        "mcs-filesystem": ("pinned", "reference"),
+        "mcs-rest": ("pinned", "reference"),
+    }
+    assert drivers["mcs-csv"]["distribution"] == "mcs-driver-csv"
+
+
+def test_they_load_with_their_quirks_reported(
+    reference_venv: Venv, config: Path, tmp_path: Path
+) -> None:
+    done = reference_venv.run(
+        "mcs-host",
+        "load",
+        "--json",
+        "--config",
+        config,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout
+    report = json.loads(done.stdout)
+    drivers = {d["label"]: d for d in report["drivers"]}
+    assert {label: d["status"] for label, d in drivers.items() if label.startswith("mcs-")} == {
+        "mcs-csv": "mounted",
+        "mcs-filesystem": "mounted",
+        "mcs-rest": "mounted",
+    }
+    warnings = {label: " | ".join(d["warnings"]) for label, d in drivers.items()}
+    assert "meta.version 0.1.0 differs from the distribution's 0.1.4" in warnings["mcs-csv"]
+    assert (
+        "mcs-driver-filesystem needs mcs-adapter-localfs without declaring it"
+        in warnings["mcs-filesystem"]
+    )
+    # its MCS libraries are pinned and imported from verified bytes: nothing unverified ran
+    assert "unverified" not in warnings["mcs-csv"]
+    assert "unverified-dependency: dependency requests" in warnings["mcs-rest"]
+    assert {t["name"] for t in report["tools"]} >= {"read_csv_head", "read_file", "getPet"}
+
+
+def test_csv_rows_from_an_llm_answer(reference_venv: Venv, config: Path, tmp_path: Path) -> None:
+    call = {"tool": "read_csv_head", "arguments": {"path": "pets.csv", "limit": 2}}
+    answer = f"Reading the file.\n```json\n{json.dumps(call)}\n```"
+    response = run(reference_venv, config, answer, tmp_path)
+    assert response["call_executed"], response
+    assert response["tool_call_result"] == [
+        {"name": "Rex", "kind": "dog", "age": "3"},
+        {"name": "Tom", "kind": "cat", "age": "5"},
+    ]
+    summary = run(
+        reference_venv,
+        config,
+        '{"tool": "summarize_numeric_column", "arguments": {"path": "pets.csv", "column": "age"}}',
+        tmp_path,
+    )
+    assert summary["tool_call_result"] == {"count": 3, "min": 3.0, "max": 7.0, "avg": 5.0}
+
+
+def test_files_listed_and_read_and_errors_reported_as_errors(
+    reference_venv: Venv, config: Path, tmp_path: Path
+) -> None:
+    listed = run(
+        reference_venv, config, '{"tool": "list_directory", "arguments": {"path": "."}}', tmp_path
+    )
+    assert sorted(e["name"] for e in listed["tool_call_result"]["entries"]) == [
+        "notes.txt",
+        "pets.csv",
+    ]
+    read = run(
+        reference_venv,
+        config,
+        '{"name": "read_file", "arguments": {"path": "notes.txt"}}',
+        tmp_path,
+    )
+    assert read["tool_call_result"]["content"] == "feed the cat at six\n"
+    missing = run(
+        reference_venv, config, '{"tool": "read_file", "arguments": {"path": "nope.txt"}}', tmp_path
+    )
+    assert (missing["call_executed"], missing["call_failed"]) == (False, True)
+    assert "read_file: Not a file:" in missing["call_detail"]
+
+
+def test_a_rest_operation_against_a_loopback_openapi_server(
+    reference_venv: Venv, config: Path, tmp_path: Path
+) -> None:
+    response = run(
+        reference_venv,
+        config,
+        'Looking it up: {"tool": "getPet", "arguments": {"petId": "2"}}',
+        tmp_path,
+    )
+    assert response["call_executed"], response
+    result = response["tool_call_result"]
+    assert (result if isinstance(result, dict) else json.loads(result)) == {
+        "id": 2,
+        "name": "Tom",
+        "kind": "cat",
+    }
+
+
+def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
+    reference_venv: Venv, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
+        '[drivers.mcs-rest]\nsettings = { url = "http://127.0.0.1:9/openapi.json" }\n'
+    )
+    done = reference_venv.run(
+        "mcs-host", "load", "--json", "--config", config, env={"MCS_HOST_STATE_DIR": str(tmp_path)}
+    )
+    (record,) = json.loads(done.stdout)["drivers"]
+    assert (record["status"], record["reason"]) == ("failed", "no-tools")
+    assert record["message"].startswith("RestToolDriver lists no tools; its healthcheck says")
+    assert "unreachable" in record["message"]
+
+
+def test_strict_dependencies_refuse_unpinned_code(
+    reference_venv: Venv, config: Path, tmp_path: Path
+) -> None:
+    strict = tmp_path / "strict.toml"
+    strict.write_text(
+        config.read_text().replace(
+            "[drivers.mcs-csv]", '[trust]\ndependencies = "refuse"\n\n[drivers.mcs-csv]'
+        )
+    )
+    done = reference_venv.run(
+        "mcs-host", "load", "--json", "--config", strict, env={"MCS_HOST_STATE_DIR": str(tmp_path)}
+    )
+    drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
+    assert (drivers["mcs-rest"]["status"], drivers["mcs-rest"]["reason"]) == (
+        "rejected",
+        "unverified-dependency",
+    )
+    assert drivers["mcs-csv"]["status"] == "mounted"  # all it imports is pinned
+
+
+def test_a_tampered_dependency_refuses_the_driver(
+    tmp_path: Path, wheelhouse: Path, uv_cache: Path
+) -> None:
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    pip(
+        "install",
+        "--find-links",
+        str(wheelhouse),
+        "mcs-driver-csv==0.1.4",
+        "mcs-adapter-localfs==0.2.0",
+        python=venv.python,
+    )
+    (core,) = venv.site_packages.glob("mcs/driver/core/base_driver.py")
+    core.write_text(core.read_text() + "\nTAMPERED = True\n")
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f"registries = [{str(REGISTRY)!r}]\n"
+        f'[drivers.mcs-csv]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
+    )
+    done = venv.run(
+        "mcs-host",
+        "load",
+        "--json",
+        "--config",
+        config,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "s")},
+    )
+    (record,) = [d for d in json.loads(done.stdout)["drivers"] if d["label"] == "mcs-csv"]
+    assert (record["status"], record["reason"]) == ("rejected", "dependency-rejected")
+    assert "mcs/driver/core/base_driver.py" in record["message"]
+
+
+def test_the_filesystem_driver_without_its_undeclared_adapter(
+    tmp_path: Path, wheelhouse: Path, uv_cache: Path
+) -> None:
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    pip(
+        "install",
+        "--find-links",
+        str(wheelhouse),
+        "mcs-driver-filesystem==0.2.4",
+        python=venv.python,
+    )
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
+        f'[drivers.mcs-filesystem]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
+    )
+    done = venv.run(
+        "mcs-host",
+        "load",
+        "--json",
+        "--config",
+        config,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "s")},
+    )
+    (record,) = json.loads(done.stdout)["drivers"]
+    assert (record["status"], record["reason"]) == ("failed", "missing-dependency")
+    assert record["message"] == (
+        "mcs-driver-filesystem needs (it does not declare it; the registry says so) "
+        "mcs-adapter-localfs, which is not installed"
+    )
