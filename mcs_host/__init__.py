@@ -32,6 +32,10 @@ if TYPE_CHECKING:
         TrustSettings,
         load_config,
     )
+    from .conformance import (
+        ConformanceResult,
+        check_driver,
+    )
     from .contract import (
         CAPABILITY_MIXINS,
         CONTRACT_VERSION,
@@ -188,6 +192,9 @@ if TYPE_CHECKING:
         PathEscapeError,
         Root,
     )
+    from .scaffold import (
+        new_driver,
+    )
     from .signing import (
         Envelope,
         PrivateKey,
@@ -234,6 +241,8 @@ _SUBMODULES = (
     "importer",
     "dependencies",
     "reference",
+    "conformance",
+    "scaffold",
     "healing",
     "parsing",
     "formats",
@@ -268,6 +277,7 @@ __all__ = [
     "Binding",
     "Candidate",
     "ConfigError",
+    "ConformanceResult",
     "ContractError",
     "DependencyCheck",
     "Detection",
@@ -347,6 +357,7 @@ __all__ = [
     "as_mapping",
     "capability_problems",
     "check_dependencies",
+    "check_driver",
     "check_runtime_meta",
     "contract_schemas",
     "declare",
@@ -384,6 +395,7 @@ __all__ = [
     "module_files",
     "native_messages",
     "native_tools",
+    "new_driver",
     "normalize_name",
     "pae",
     "parse_arguments",

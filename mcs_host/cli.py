@@ -450,6 +450,14 @@ def lock_drivers(
             metavar="NAME",
         ),
     ] = None,
+    publisher_keys: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--publisher-key",
+            help="Trust this key (from keygen) to sign the drivers' later releases.",
+            metavar="KEY",
+        ),
+    ] = None,
     path: SearchPathOption = None,
 ) -> None:
     """Write registry pins for installed drivers, installed distributions, or wheel files.
@@ -518,6 +526,7 @@ def lock_drivers(
             declared=declared,
             trust=cast("TrustLabel", trust),
             replace=replace,
+            publisher_keys=publisher_keys or (),
         )
     except (ValueError, OSError, zipfile.BadZipFile, RegistryError) as exc:
         _fail(str(exc))
@@ -546,6 +555,8 @@ def keygen(
         key.save(key_file)
     except FileExistsError:
         _fail(f"{key_file} exists; refusing to overwrite a key")
+    except OSError as exc:
+        _fail(f"cannot write {key_file}: {exc.strerror}")
     typer.echo(f"public key: {key.public_key}")
     typer.echo(f"key id:     {key.public_key.keyid}")
 
@@ -822,6 +833,103 @@ def _loaded_or_exit(
             typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1)
     return loaded
+
+
+@app.command("new")
+def new_command(
+    name: Annotated[str, typer.Argument(help="The distribution name, e.g. acme-weather.")],
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to create it.", file_okay=False)
+    ] = Path("."),
+    label: Annotated[
+        str | None, typer.Option("--label", help="Its entry point label (default: from NAME).")
+    ] = None,
+    publisher: Annotated[
+        str, typer.Option("--publisher", help="Who publishes it (its trust manifest).")
+    ] = "Your name",
+    repository: Annotated[
+        str | None, typer.Option("--repository", help="Its source repository URL.")
+    ] = None,
+) -> None:
+    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests."""
+    from .scaffold import new_driver
+
+    try:
+        root = new_driver(name, directory, label=label, publisher=publisher, repository=repository)
+    except (ValueError, FileExistsError) as exc:
+        _fail(str(exc))
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        typer.echo(f"created {path}")
+    typer.echo(f"next: cd {root} && pip install -e '.[test]' && pytest && mcs-host check .")
+
+
+@app.command("check")
+def check_command(
+    target: Annotated[
+        str, typer.Argument(help="A driver project directory, or an installed driver's label.")
+    ],
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A constructor setting KEY=VALUE (VALUE is JSON, else a string).",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Check that a driver keeps the MCS contract (this runs the driver's code).
+
+    Exits 1 when a driver has an error.
+    """
+    from .conformance import check_driver
+
+    settings: dict[str, Any] = {}
+    for key, raw in _parse_pairs(sets, "--set").items():
+        try:
+            settings[key] = json.loads(raw)
+        except ValueError:
+            settings[key] = raw
+    try:
+        drivers = _drivers_to_check(target, path)
+    except (ImportError, AttributeError, ValueError, OSError) as exc:
+        _fail(f"{target}: {type(exc).__name__}: {exc}")
+    errors = 0
+    for label, obj in drivers:
+        results = check_driver(obj, settings)
+        errors += sum(r.level == "error" for r in results)
+        verdict = "breaks the contract" if any(r.level == "error" for r in results) else "passes"
+        typer.echo(f"{label}: {verdict}")
+        for result in results:
+            typer.echo(f"  {result}")
+    if errors:
+        raise typer.Exit(1)
+
+
+def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[str, Any]]:
+    import importlib
+    import tomllib
+
+    def load(value: str) -> Any:
+        module, _, attr = value.partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for part in filter(None, attr.strip().split(".")):
+            obj = getattr(obj, part)
+        return obj
+
+    project = Path(target)
+    if project.is_dir():
+        with open(project / "pyproject.toml", "rb") as f:
+            document = tomllib.load(f)
+        entries = document.get("project", {}).get("entry-points", {}).get("mcs.drivers", {})
+        if not entries:
+            raise ValueError('its pyproject.toml declares no [project.entry-points."mcs.drivers"]')
+        sys.path.insert(0, str(project.resolve()))
+        return [(label, load(value)) for label, value in entries.items()]
+    found = discover(path).get(target)
+    if not found:
+        raise ValueError("no installed driver has this label, and it is not a directory")
+    return [(target, load(found[0].value))]
 
 
 def _fail(message: str) -> NoReturn:

@@ -40,8 +40,8 @@ from .integrity import (
     scan_installed,
     scan_wheel,
 )
-from .registry import DriverEntry, LibraryEntry, Pin, Registry, RegistryError
-from .signing import Envelope, PrivateKey
+from .registry import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry, RegistryError
+from .signing import Envelope, PrivateKey, PublicKey
 
 __all__ = [
     "RELEASE_PAYLOAD_TYPE",
@@ -345,6 +345,7 @@ def lock(
     declared: Mapping[str, str] | None = None,
     trust: Literal["verified", "reference", "community"] = "community",
     replace: bool = False,
+    publisher_keys: Sequence[str] = (),
 ) -> Registry:
     """``registry`` with pins for ``releases``.
 
@@ -354,6 +355,8 @@ def lock(
     keep their trust label, notes, keys and other releases; a driver id whose entry names
     another distribution is refused, as that is how a typosquat would be locked. A version
     already pinned with another digest is refused unless ``replace`` is true.
+    ``publisher_keys`` are added to each driver entry written, named after the publisher in
+    its trust manifest: later releases they sign load as ``signed`` without a new pin.
     """
     drivers = dict(registry.drivers)
     libraries = dict(registry.libraries)
@@ -392,7 +395,7 @@ def lock(
                     f"not to {release.project}",
                 )
             drivers[driver_id] = _pinned(entry, release, pin, replace).model_copy(
-                update={"object": value}
+                update={"object": value, "publisher_keys": _keys(entry, publisher_keys, meta)}
             )
     return registry.model_copy(
         update={
@@ -415,6 +418,17 @@ def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
             "contents should get a new version (or lock with replace)",
         )
     return entry.model_copy(update={"releases": {**entry.releases, release.version: pin}})
+
+
+def _keys(
+    entry: DriverEntry, keys: Sequence[str], meta: DriverMeta | None
+) -> tuple[PublisherKey, ...]:
+    known = {k.public_key.keyid: k for k in entry.publisher_keys}
+    name = meta.trust.publisher if meta is not None and meta.trust is not None else None
+    for key in keys:
+        keyid = PublicKey.parse(key).keyid  # a ValueError that names the key
+        known.setdefault(keyid, PublisherKey(key=key, name=name))
+    return tuple(known.values())
 
 
 def _declared_in(release: Release, declared: Mapping[str, str]) -> list[tuple[str, str]]:

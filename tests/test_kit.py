@@ -1,0 +1,126 @@
+"""The driver author's path, as the README walks it: new -> test -> check -> build -> sign ->
+lock with the publisher key -> install -> load; then a later release loads on its signature."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Venv, build_wheel
+
+from mcs_host import new_driver
+
+pytestmark = pytest.mark.venv
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"{done.args}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _load(venv: Venv, registry: Path, state: Path) -> dict[str, Any]:
+    done = venv.run(
+        "mcs-host", "load", "--json", "--registry", registry, env={"MCS_HOST_STATE_DIR": str(state)}
+    )
+    report: dict[str, Any] = json.loads(_ok(done))
+    return report
+
+
+def test_a_new_driver_from_scaffold_to_a_signed_release(
+    tmp_path: Path, wheelhouse: Path, uv_cache: Path
+) -> None:
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    out = _ok(venv.run("mcs-host", "new", "acme-weather", "--dir", tmp_path, "--publisher", "Acme"))
+    project = tmp_path / "acme-weather"
+    assert f"created {project / 'acme_weather' / 'mcs-driver.json'}" in out
+
+    # its own tests, through the mcs_conformance fixture of mcs-host's pytest plugin
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert "2 passed" in _ok(tests)
+    assert _ok(venv.run("mcs-host", "check", project)).startswith("acme-weather: passes")
+
+    key = tmp_path / "keys" / "acme.key"
+    refused = venv.run("mcs-host", "keygen", key)
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2,
+        f"error: cannot write {key}: No such file or directory",
+    )
+    key.parent.mkdir()
+    public = _ok(venv.run("mcs-host", "keygen", key)).split("public key:")[1].split()[0]
+    first = build_wheel(project, tmp_path / "dist")
+    assert "signed acme-weather 0.1.0 sha256:" in _ok(
+        venv.run("mcs-host", "sign", first, "--key", key)
+    )
+
+    # the registry operator pins this release and trusts the publisher's key for later ones
+    registry = tmp_path / "registry.json"
+    locked = venv.run(
+        "mcs-host", "lock", "--wheel", first, "--registry", registry, "--publisher-key", public
+    )
+    assert f"wrote {registry}" in _ok(locked)
+    (entry,) = json.loads(registry.read_text())["drivers"].values()
+    assert entry["publisher_keys"] == [{"key": public, "name": "Acme"}]
+    assert list(entry["releases"]) == ["0.1.0"]
+
+    venv.install(first, wheelhouse=wheelhouse)
+    (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
+    assert (record["label"], record["status"], record["trust"]) == (
+        "acme-weather",
+        "mounted",
+        "pinned",
+    )
+    assert record["tools"] == ["greet"]
+    call = venv.run(
+        "mcs-host", "call", "greet", "--args", '{"name": "Ann"}', "--registry", registry,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert json.loads(_ok(call))["tool_call_result"] == "Hello, Ann."
+
+    # the next release: not in the registry, but signed by the trusted key
+    for name in ("pyproject.toml", "acme_weather/mcs-driver.json"):
+        path = project / name
+        path.write_text(path.read_text().replace('"0.1.0"', '"0.2.0"'))
+    second = build_wheel(project, tmp_path / "dist")
+    _ok(venv.run("mcs-host", "sign", second, "--key", key))
+    venv.install(second, wheelhouse=wheelhouse)
+    (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
+    assert (record["version"], record["status"], record["trust"]) == ("0.2.0", "mounted", "signed")
+
+    # the same release, signed by somebody else's key, is not trusted
+    third = build_wheel(project, tmp_path / "other")
+    other = tmp_path / "keys" / "other.key"
+    _ok(venv.run("mcs-host", "keygen", other))
+    _ok(venv.run("mcs-host", "sign", third, "--key", other))
+    venv.install("--force-reinstall", "--no-deps", third)
+    (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
+    assert (record["status"], record["reason"]) == ("rejected", "untrusted-key")
+
+
+def test_new_refuses_a_bad_name_and_an_existing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'9lives' is not a distribution name"):
+        new_driver("9lives", tmp_path)
+    new_driver("acme", tmp_path)
+    with pytest.raises(FileExistsError, match="acme exists"):
+        new_driver("acme", tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcs_host", "new", "acme", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "acme exists" in done.stderr
