@@ -72,3 +72,12 @@ def test_the_orchestrator_examples_run(
         "['date', 'region', 'product', 'units', 'unit_price']",
         "final It is sunny.",
     ]
+
+
+def test_every_command_is_in_the_command_table() -> None:
+    from mcs_host.cli import app
+
+    table = README.split("\n## Command line\n", 1)[1].split("\n### ", 1)[0]
+    listed = set(re.findall(r"^\| `mcs-host ([a-z-]+)", table, flags=re.MULTILINE))
+    commands = {command.name for command in app.registered_commands}
+    assert listed == commands
