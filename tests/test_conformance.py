@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -186,11 +187,11 @@ def test_the_manifest_must_say_what_the_class_says(
     _driver_package(tmp_path, "agreeing_pkg", "1.0.0")
     _driver_package(tmp_path, "drifting_pkg", "0.9.0")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from agreeing_pkg import Driver as Agreeing
-    from drifting_pkg import Driver as Drifting
+    agreeing = importlib.import_module("agreeing_pkg").Driver
+    drifting = importlib.import_module("drifting_pkg").Driver
 
-    assert check_driver(Agreeing) == ()
-    (result,) = check_driver(Drifting)
+    assert check_driver(agreeing) == ()
+    (result,) = check_driver(drifting)
     assert (result.level, result.code) == ("error", "manifest-mismatch")
     assert "mcs-driver.json" in result.message
 
