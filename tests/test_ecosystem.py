@@ -28,15 +28,32 @@ REFERENCE = [
 REGISTRY = ROOT / "registry.json"
 
 
+def make_venv(path: Path, wheelhouse: Path, uv_cache: Path, *requirements: str) -> Venv:
+    """A venv at ``path`` with mcs-host, and ``requirements`` installed with pip from PyPI."""
+    venv = Venv.create(path)
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    pip("install", "--find-links", str(wheelhouse), *requirements, python=venv.python)
+    return venv
+
+
+def load(venv: Venv, config: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """``mcs-host load --json`` in ``venv``: its records by label."""
+    done = venv.run(
+        "mcs-host", "load", "--json", "--config", config,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert done.stdout, done.stderr
+    return {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
+
+
 @pytest.fixture(scope="module")
 def reference_venv(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
 ) -> Venv:
     """mcs-host, and the reference drivers installed with pip from the package registry."""
-    venv = Venv.create(tmp_path_factory.mktemp("reference") / "venv")
-    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip("install", "--find-links", str(wheelhouse), *REFERENCE, python=venv.python)
-    return venv
+    return make_venv(
+        tmp_path_factory.mktemp("reference") / "venv", wheelhouse, uv_cache, *REFERENCE
+    )
 
 
 class _Pets(BaseHTTPRequestHandler):
@@ -267,10 +284,7 @@ def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
         f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
         '[drivers.mcs-rest]\nsettings = { url = "http://127.0.0.1:9/openapi.json" }\n'
     )
-    done = reference_venv.run(
-        "mcs-host", "load", "--json", "--config", config, env={"MCS_HOST_STATE_DIR": str(tmp_path)}
-    )
-    (record,) = json.loads(done.stdout)["drivers"]
+    (record,) = load(reference_venv, config, tmp_path).values()
     assert (record["status"], record["reason"]) == ("failed", "no-tools")
     assert record["message"].startswith("RestToolDriver lists no tools; its healthcheck says")
     assert "unreachable" in record["message"]
@@ -285,10 +299,7 @@ def test_strict_dependencies_refuse_unpinned_code(
             "[drivers.mcs-csv]", '[trust]\ndependencies = "refuse"\n\n[drivers.mcs-csv]'
         )
     )
-    done = reference_venv.run(
-        "mcs-host", "load", "--json", "--config", strict, env={"MCS_HOST_STATE_DIR": str(tmp_path)}
-    )
-    drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
+    drivers = load(reference_venv, strict, tmp_path)
     assert (drivers["mcs-rest"]["status"], drivers["mcs-rest"]["reason"]) == (
         "rejected",
         "unverified-dependency",
@@ -299,15 +310,12 @@ def test_strict_dependencies_refuse_unpinned_code(
 def test_a_tampered_dependency_refuses_the_driver(
     tmp_path: Path, wheelhouse: Path, uv_cache: Path
 ) -> None:
-    venv = Venv.create(tmp_path / "venv")
-    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip(
-        "install",
-        "--find-links",
-        str(wheelhouse),
+    venv = make_venv(
+        tmp_path / "venv",
+        wheelhouse,
+        uv_cache,
         "mcs-driver-csv==0.1.4",
         "mcs-adapter-localfs==0.2.0",
-        python=venv.python,
     )
     (core,) = venv.site_packages.glob("mcs/driver/core/base_driver.py")
     core.write_text(core.read_text() + "\nTAMPERED = True\n")
@@ -316,15 +324,7 @@ def test_a_tampered_dependency_refuses_the_driver(
         f"registries = [{str(REGISTRY)!r}]\n"
         f'[drivers.mcs-csv]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
     )
-    done = venv.run(
-        "mcs-host",
-        "load",
-        "--json",
-        "--config",
-        config,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "s")},
-    )
-    (record,) = [d for d in json.loads(done.stdout)["drivers"] if d["label"] == "mcs-csv"]
+    record = load(venv, config, tmp_path)["mcs-csv"]
     assert (record["status"], record["reason"]) == ("rejected", "dependency-rejected")
     assert "mcs/driver/core/base_driver.py" in record["message"]
 
@@ -332,29 +332,13 @@ def test_a_tampered_dependency_refuses_the_driver(
 def test_the_filesystem_driver_without_its_undeclared_adapter(
     tmp_path: Path, wheelhouse: Path, uv_cache: Path
 ) -> None:
-    venv = Venv.create(tmp_path / "venv")
-    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip(
-        "install",
-        "--find-links",
-        str(wheelhouse),
-        "mcs-driver-filesystem==0.2.4",
-        python=venv.python,
-    )
+    venv = make_venv(tmp_path / "venv", wheelhouse, uv_cache, "mcs-driver-filesystem==0.2.4")
     config = tmp_path / "mcs-host.toml"
     config.write_text(
         f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
         f'[drivers.mcs-filesystem]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
     )
-    done = venv.run(
-        "mcs-host",
-        "load",
-        "--json",
-        "--config",
-        config,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "s")},
-    )
-    (record,) = json.loads(done.stdout)["drivers"]
+    (record,) = load(venv, config, tmp_path).values()
     assert (record["status"], record["reason"]) == ("failed", "missing-dependency")
     assert record["message"] == (
         "mcs-driver-filesystem needs (it does not declare it; the registry says so) "
