@@ -14,7 +14,6 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -121,7 +120,8 @@ class _Installed:
     project: str
     metadata_path: str
     location: str
-    dist: metadata.Distribution
+    dist: metadata.Distribution | None = None
+    """Only for a distribution another finder serves (a zip file); else files are read."""
 
 
 def discover(
@@ -207,41 +207,63 @@ def installed_distribution(project: str, path: Sequence[str]) -> tuple[str, str,
 
 def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Installed]:
     """Every distribution on ``search`` (or those named ``name``) in path order, each
-    metadata directory once."""
+    metadata directory once; within a directory, in name order."""
     seen: set[str] = set()
+    for entry in search:
+        if entry and not os.path.isdir(entry):
+            yield from _served(entry, name)  # a zip file, or nothing
+            continue
+        base = entry or "."
+        try:
+            with os.scandir(base) as listing:
+                children = sorted(
+                    (child.name, child.is_symlink())
+                    for child in listing
+                    if child.name.lower().endswith(_METADATA_SUFFIXES)
+                )
+        except OSError:
+            continue
+        real_base = os.path.realpath(base)
+        for child, is_link in children:
+            project = normalize_name(child.rpartition(".")[0].partition("-")[0])
+            if not project or (name is not None and project != name):
+                continue
+            meta_path = os.path.join(real_base, child)
+            if is_link:
+                meta_path = os.path.realpath(meta_path)
+            if meta_path in seen or not os.path.isdir(meta_path):
+                continue  # reached twice (lib64 -> lib), or a PKG-INFO file
+            seen.add(meta_path)
+            yield _Installed(project, meta_path, os.path.dirname(meta_path))
+
+
+def _served(entry: str, name: str | None) -> Iterator[_Installed]:
+    """Distributions in a search path entry that is not a directory, as importlib finds them."""
     found = (
-        metadata.distributions(path=list(search))
+        metadata.distributions(path=[entry])
         if name is None
-        else metadata.distributions(name=name, path=list(search))
+        else metadata.distributions(name=name, path=[entry])
     )
     for dist in found:
-        raw = getattr(dist, "_path", None)
-        if isinstance(raw, Path):
-            meta_path = os.path.realpath(raw)
-            if meta_path in seen:
-                continue  # one directory reached twice, e.g. through lib64 -> lib
-            seen.add(meta_path)
-            base = os.path.basename(meta_path)
-            stem, suffix = os.path.splitext(base)
-            if suffix in _METADATA_SUFFIXES and stem:
-                project = normalize_name(stem.partition("-")[0])
-            else:
-                project = normalize_name(dist.metadata["Name"] or base)
-            yield _Installed(project, meta_path, os.path.dirname(meta_path), dist)
-        else:  # a distribution served by another finder (a zip file, a custom finder)
-            name = dist.metadata["Name"] or "?"
-            where = str(raw) if raw is not None else repr(dist)
-            yield _Installed(normalize_name(name), where, where, dist)
+        project = normalize_name(dist.metadata["Name"] or "?")
+        where = str(getattr(dist, "_path", None) or entry)
+        yield _Installed(project, where, where, dist)
 
 
 def _read_text(installed: _Installed, filename: str) -> str | None:
-    if installed.metadata_path and os.path.isdir(installed.metadata_path):
-        try:
-            with open(os.path.join(installed.metadata_path, filename), encoding="utf-8") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-    return installed.dist.read_text(filename)
+    if installed.dist is not None:
+        return installed.dist.read_text(filename)
+    try:
+        fd = os.open(os.path.join(installed.metadata_path, filename), os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
 
 
 def _read_entry_points(
@@ -365,8 +387,11 @@ def _duplicate(project: str, declared: list[tuple[_Installed, list[tuple[str, st
 
 def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[str, str]:
     try:
-        meta = installed.dist.metadata
-        return meta["Name"] or installed.project, meta["Version"] or "?"
+        if installed.dist is not None:
+            meta = installed.dist.metadata
+            return meta["Name"] or installed.project, meta["Version"] or "?"
+        fields = _core_fields(installed.metadata_path)
+        return fields.get("Name") or installed.project, fields.get("Version") or "?"
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(
             Problem(
@@ -376,6 +401,35 @@ def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[s
             )
         )
         return installed.project, "?"
+
+
+def _core_fields(metadata_path: str) -> dict[str, str]:
+    """``Name`` and ``Version`` from the header of METADATA (or PKG-INFO), reading only as far
+    as they are: the email parser importlib uses reads and parses the whole file."""
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            fd = os.open(os.path.join(metadata_path, filename), os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        fields: dict[str, str] = {}
+        try:
+            pending = b""
+            while len(fields) < 2:
+                chunk = os.read(fd, 4096)
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop() if chunk else b""
+                for line in lines:
+                    if not line.strip():
+                        return fields  # the end of the header
+                    key, sep, value = line.partition(b":")
+                    if sep and key in (b"Name", b"Version"):
+                        fields.setdefault(key.decode(), value.strip().decode("utf-8"))
+                if not chunk:
+                    break
+        finally:
+            os.close(fd)
+        return fields
+    return {}
 
 
 def _version_of(installed: _Installed) -> str:
