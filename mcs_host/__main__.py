@@ -1,5 +1,5 @@
 """``python -m mcs_host`` runs the ``mcs-host`` command line."""
 
-from .cli import main
+from ._launch import main
 
 main()

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 import typer
 
 from . import __version__
-from .discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Candidate, Discovery, declare, discover
+from ._listing import render_listing, table
+from .discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, declare, discover
 
 if TYPE_CHECKING:
     from .config import HostConfig
@@ -143,74 +144,7 @@ SetOption = Annotated[
 @app.command("list")
 def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
     """List the installed drivers from their metadata, without importing any of them."""
-    found = discover(path)
-    if as_json:
-        typer.echo(json.dumps(_discovery_json(found), indent=2))
-    else:
-        typer.echo(_discovery_text(found))
-
-
-def _discovery_json(found: Discovery) -> dict[str, Any]:
-    return {
-        "group": found.group,
-        "path": list(found.path),
-        "drivers": [_candidate_json(found, c) for c in found.candidates],
-        "problems": [
-            {
-                "code": p.code,
-                "message": p.message,
-                "labels": list(p.labels),
-                "distributions": list(p.distributions),
-            }
-            for p in found.problems
-        ],
-    }
-
-
-def _candidate_json(found: Discovery, candidate: Candidate) -> dict[str, Any]:
-    return {
-        "label": candidate.label,
-        "distribution": candidate.distribution,
-        "version": candidate.version,
-        "entry_point": candidate.value,
-        "location": candidate.location,
-        "metadata_path": candidate.metadata_path,
-        "problems": [p.code for p in found.problems_for(candidate)],
-    }
-
-
-def _discovery_text(found: Discovery) -> str:
-    if not found.candidates:
-        lines = [
-            f"No drivers in entry point group {found.group!r} "
-            f"({len(found.path)} search path entries)."
-        ]
-    else:
-        rows = [
-            [
-                c.label,
-                c.distribution,
-                c.version,
-                c.value,
-                ", ".join(p.code for p in found.problems_for(c)) or "ok",
-            ]
-            for c in found.candidates
-        ]
-        lines = _table(["LABEL", "DISTRIBUTION", "VERSION", "ENTRY POINT", "STATUS"], rows)
-        noun = "driver" if len(found.candidates) == 1 else "drivers"
-        lines.append("")
-        lines.append(f"{len(found.candidates)} {noun}, {len(found.problems)} problems.")
-    for problem in found.problems:
-        lines.append(f"  {problem.code}: {problem.message}")
-    return "\n".join(lines)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in (headers, *rows)) for i in range(len(headers))]
-    return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in (headers, *rows)
-    ]
+    typer.echo(render_listing(discover(path), as_json))
 
 
 def _config(
@@ -371,7 +305,7 @@ def _verify_text(
         for r in results
     ]
     if rows:
-        lines += _table(["LABEL", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"], rows)
+        lines += table(["LABEL", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"], rows)
         lines.append("")
     for r in results:
         lines.append(f"{r.label}: {r.reason}: {r.message}")
@@ -747,7 +681,7 @@ def _report_text(report: LoadReport, loaded: Loaded | None) -> str:
     ]
     if rows:
         headers = ["LABEL", "DRIVER", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "TOOLS", "TIME"]
-        lines += _table(headers, rows)
+        lines += table(headers, rows)
         lines.append("")
     for r in (*report.records, *report.plugins):
         if r.status != "mounted":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +305,105 @@ def test_default_search_path_is_sys_path(scenario: Venv) -> None:
     searched, sys_path = json.loads(done.stdout)
     assert searched == sys_path
     assert os.fspath(scenario.site_packages) in searched
+
+
+# both run as python -c, so both search the same sys.path
+FAST_CLI = "import sys; from mcs_host._launch import main; main(sys.argv[1:])"
+FULL_CLI = "import sys; from mcs_host.cli import main; main(sys.argv[1:])"
+HEAVY = ("typer", "click", "pydantic", "rich")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("--json",), ("--path", "SITE"), ("--json", "--path=SITE"), ("--path", "EMPTY", "--json")],
+)
+def test_the_fast_list_prints_what_the_full_command_line_prints(
+    scenario: Venv, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    where = {"SITE": str(scenario.site_packages), "EMPTY": str(tmp_path / "empty")}
+    argv = [arg.replace("SITE", where["SITE"]).replace("EMPTY", where["EMPTY"]) for arg in args]
+    fast = scenario.run("python", "-c", FAST_CLI, "list", *argv)
+    full = scenario.run("python", "-c", FULL_CLI, "list", *argv)
+    assert (fast.returncode, fast.stderr) == (0, "")
+    assert fast.stdout == full.stdout
+    assert ("EMPTY" in args) == ("mcs_host_files" not in fast.stdout)
+
+
+def test_the_fast_list_imports_neither_typer_nor_pydantic(scenario: Venv) -> None:
+    code = (
+        "import sys; from mcs_host._launch import main; main(['list', '--json']); "
+        f"heavy = [m for m in sys.modules if m.partition('.')[0] in {HEAVY!r}]; "
+        "print(sorted(heavy), file=sys.stderr)"
+    )
+    done = scenario.run("python", "-c", code)
+    assert json.loads(done.stdout)["drivers"]
+    assert done.stderr.strip() == "[]"
+
+
+def test_list_arguments_the_fast_path_does_not_know_go_to_the_full_command_line(
+    scenario: Venv, tmp_path: Path
+) -> None:
+    helped = scenario.run("mcs-host", "list", "--help")
+    assert helped.returncode == 0
+    assert helped.stdout.startswith("Usage: mcs-host list [OPTIONS]")
+    a_file = tmp_path / "site.txt"
+    a_file.write_text("not a directory")
+    refused = scenario.run("mcs-host", "list", "--path", a_file)
+    assert refused.returncode == 2
+    assert "site.txt" in refused.stderr
+    assert "is a file" in refused.stderr
+    unknown = scenario.run("mcs-host", "list", "--jsn")
+    assert unknown.returncode == 2
+    assert "--jsn" in unknown.stderr
+
+
+def _dist(site: Path, directory: str, header: str, body: str = "", pkg_info: bool = False) -> None:
+    info = site / directory
+    info.mkdir(parents=True)
+    (info / ("PKG-INFO" if pkg_info else "METADATA")).write_bytes(
+        (header + ("\n" + body if body else "")).encode()
+    )
+    label = directory.partition("-")[0].partition(".")[0].replace("_", "-")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{label} = m:Driver\n")
+
+
+def test_names_and_versions_are_what_importlib_reads_from_the_metadata(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    classifiers = "".join(f"Classifier: Topic :: Item {n}\n" for n in range(400))
+    _dist(site, "plain-1.0.dist-info", "Metadata-Version: 2.1\nName: plain\nVersion: 1.0\n")
+    _dist(site, "crlf-2.0.dist-info", "Metadata-Version: 2.1\r\nName: crlf\r\nVersion: 2.0\r\n")
+    # Version past the first 4 KiB read, after a long header
+    _dist(
+        site,
+        "late-3.0.dist-info",
+        f"Metadata-Version: 2.1\nName: late\n{classifiers}Version: 3.0\n",
+    )
+    # the body is not the header, even where it looks like one
+    _dist(site, "nover-1.dist-info", "Name: nover\n", body="Version: 9.9\n")
+    _dist(site, "odd_name-4.0.dist-info", "Name: Odd.Name_Here\nVersion: 4.0\n")
+    _dist(site, "legacy.egg-info", "Name: legacy\nVersion: 0.5\n", pkg_info=True)
+    _dist(site, "uni-1.0.dist-info", "Name: uni\nVersion: 1.0\nSummary: caf\u00e9 \u2615\n")
+    found = discover([site])
+    ours = {c.label: (c.distribution, c.version) for c in found.candidates}
+    expected = {}
+    for dist in importlib.metadata.distributions(path=[str(site)]):
+        (entry,) = dist.entry_points
+        expected[entry.name] = (dist.metadata["Name"], dist.metadata["Version"] or "?")
+    assert ours == expected
+    assert ours["late"] == ("late", "3.0")
+    assert ours["nover"] == ("nover", "?")
+    assert ours["odd-name"] == ("Odd.Name_Here", "4.0")
+
+
+def test_a_zip_file_on_the_path_is_searched_as_importlib_searches_it(tmp_path: Path) -> None:
+    archive = tmp_path / "drivers.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped-1.2.dist-info/METADATA", "Name: zipped\nVersion: 1.2\n")
+        z.writestr("zipped-1.2.dist-info/entry_points.txt", "[mcs.drivers]\nzipped = z:Driver\n")
+    (candidate,) = discover([archive]).candidates
+    assert (candidate.label, candidate.distribution, candidate.version) == (
+        "zipped",
+        "zipped",
+        "1.2",
+    )
