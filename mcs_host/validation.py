@@ -12,18 +12,31 @@ string; every coercion is reported.
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArgumentProblem", "Validation", "validate_arguments"]
+__all__ = [
+    "ArgumentProblem",
+    "ArgumentValidator",
+    "Validation",
+    "compile_schema",
+    "validate_arguments",
+]
 
 _BOUNDS = {
     "minimum": "is below the minimum",
     "maximum": "is above the maximum",
     "exclusiveMinimum": "must be greater than",
     "exclusiveMaximum": "must be less than",
+}
+_BROKEN: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": operator.lt,
+    "maximum": operator.gt,
+    "exclusiveMinimum": operator.le,
+    "exclusiveMaximum": operator.ge,
 }
 _INTEGER = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -57,165 +70,301 @@ class Validation:
 
 def validate_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Validation:
     """Check ``arguments`` against ``schema`` (an object schema)."""
-    checker = _Checker(schema)
-    value = checker.check(dict(arguments), schema, "")
-    return Validation(value, tuple(checker.problems), tuple(checker.coerced))
+    return compile_schema(schema).validate(arguments)
 
 
-class _Checker:
-    __slots__ = ("coerced", "problems", "root")
+def compile_schema(schema: Mapping[str, Any]) -> ArgumentValidator:
+    """``schema`` turned once into checks, for validating many calls of one tool."""
+    return ArgumentValidator(schema)
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
+
+class ArgumentValidator:
+    """A tool's argument schema, compiled: every keyword looked up once, ``$ref`` resolved."""
+
+    __slots__ = ("_node", "schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._node = _compile(schema, schema, {})
+
+    def validate(self, arguments: Mapping[str, Any]) -> Validation:
+        """Check ``arguments``; coerce what the schema allows."""
+        context = _Context()
+        value = self._node.check(dict(arguments), "", context)
+        return Validation(value, tuple(context.problems), tuple(context.coerced))
+
+
+class _Context:
+    __slots__ = ("coerced", "problems")
+
+    def __init__(self) -> None:
         self.problems: list[ArgumentProblem] = []
         self.coerced: list[str] = []
 
     def fail(self, path: str, rule: str, message: str, allowed: Sequence[Any] = ()) -> None:
         self.problems.append(ArgumentProblem(path or "*", rule, message, tuple(allowed)))
 
-    def resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        ref = schema.get("$ref")
-        while isinstance(ref, str) and ref.startswith("#/"):
-            target: Any = self.root
-            for part in ref[2:].split("/"):
-                target = target.get(part, {}) if isinstance(target, Mapping) else {}
-            rest = {k: v for k, v in schema.items() if k != "$ref"}
-            schema = {**target, **rest}
-            ref = schema.get("$ref") if schema.get("$ref") != ref else None
-        return schema
 
-    def check(self, value: Any, schema: Any, path: str) -> Any:
-        if not isinstance(schema, Mapping):
-            return value  # true, or an empty schema: anything goes
-        schema = self.resolve(schema)
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                value = self.one_of(value, schema[key], path, key)
-        for branch in schema.get("allOf") or ():
-            value = self.check(value, branch, path)
+_MISSING: Any = object()
+
+
+def _always(value: Any) -> bool:
+    return True
+
+
+_EXACT: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "object": dict,
+    "array": list,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+def _type_check(types: list[str]) -> Callable[[Any], bool]:
+    """A check for ``types``: one ``isinstance`` where the types allow it."""
+    if all(kind in _EXACT for kind in types):
+        classes = tuple(_EXACT[kind] for kind in types)
+        return lambda value: isinstance(value, classes)
+    return lambda value: any(_is(value, kind) for kind in types)
+
+
+def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with its local ``$ref`` replaced by the target (sibling keywords win)."""
+    ref = schema.get("$ref")
+    while isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        schema = {**target, **rest}
+        ref = schema.get("$ref") if schema.get("$ref") != ref else None
+    return schema
+
+
+def _compile(schema: Any, root: Mapping[str, Any], memo: dict[int, _Node]) -> _Node:
+    """The node for ``schema``; ``memo`` (by the id of schemas inside ``root``) ends the
+    recursion of recursive ``$ref``s."""
+    if not isinstance(schema, Mapping):
+        return _ANYTHING  # true, or an empty schema: anything goes
+    known = memo.get(id(schema))
+    if known is not None:
+        return known
+    node = _Node()
+    memo[id(schema)] = node
+    node.fill(_resolve(schema, root), root, memo)
+    return node
+
+
+class _Node:
+    """One schema, its keywords read once."""
+
+    __slots__ = (
+        "all_of",
+        "any_of",
+        "bounds",
+        "const",
+        "enum",
+        "extra",
+        "items",
+        "max_items",
+        "max_length",
+        "min_items",
+        "min_length",
+        "multiple_of",
+        "pattern",
+        "properties",
+        "required",
+        "typed",
+        "types",
+        "unique",
+    )
+
+    def __init__(self) -> None:
+        self.any_of: tuple[tuple[str, tuple[_Node, ...]], ...] = ()
+        self.all_of: tuple[_Node, ...] = ()
+        self.types: list[str] | None = None
+        self.typed: Callable[[Any], bool] = _always
+        """Whether a value has one of ``types``."""
+        self.enum: Any = _MISSING
+        self.const: Any = _MISSING
+        self.properties: dict[str, _Node] = {}
+        self.required: tuple[str, ...] = ()
+        self.extra: bool | _Node = True
+        self.items: _Node | None = None
+        self.min_items: Any = _MISSING
+        self.max_items: Any = _MISSING
+        self.unique = False
+        self.min_length: Any = _MISSING
+        self.max_length: Any = _MISSING
+        self.pattern: str | None = None
+        self.bounds: tuple[tuple[str, float, str], ...] = ()
+        self.multiple_of: float | None = None
+
+    def fill(
+        self, schema: Mapping[str, Any], root: Mapping[str, Any], memo: dict[int, _Node]
+    ) -> None:
+        def sub(value: Any) -> _Node:
+            return _compile(value, root, memo)
+
+        self.any_of = tuple(
+            (key, tuple(sub(b) for b in schema[key]))
+            for key in ("anyOf", "oneOf")
+            if isinstance(schema.get(key), list)
+        )
+        self.all_of = tuple(sub(b) for b in schema.get("allOf") or ())
         types = schema.get("type")
         if types is not None:
-            allowed = [types] if isinstance(types, str) else list(types)
-            value = self.coerce(value, allowed, path)
-            if not any(_is(value, kind) for kind in allowed):
-                self.fail(path, "type", f"expected {' or '.join(allowed)}, got {_describe(value)}")
-                return value
-        if "enum" in schema and value not in schema["enum"]:
-            options = ", ".join(repr(v) for v in schema["enum"])
-            self.fail(path, "enum", f"{value!r} is not one of {options}", schema["enum"])
-        if "const" in schema and value != schema["const"]:
-            self.fail(path, "const", f"must be {schema['const']!r}", [schema["const"]])
-        if isinstance(value, dict):
-            value = self.object(value, schema, path)
-        elif isinstance(value, list):
-            value = self.array(value, schema, path)
-        elif isinstance(value, str):
-            self.string(value, schema, path)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            self.number(value, schema, path)
-        return value
-
-    def one_of(self, value: Any, branches: list[Any], path: str, key: str) -> Any:
-        for branch in branches:
-            trial = _Checker(self.root)
-            result = trial.check(value, branch, path)
-            if not trial.problems:
-                self.coerced.extend(trial.coerced)
-                return result
-        self.fail(path, key, f"{_describe(value)} matches none of the allowed forms")
-        return value
-
-    def coerce(self, value: Any, allowed: list[str], path: str) -> Any:
-        if not isinstance(value, str) or "string" in allowed:
-            return value
-        text = value.strip()
-        result: Any = value
-        if "integer" in allowed and _INTEGER.match(text):
-            result = int(text)
-        elif "number" in allowed and _NUMBER.match(text):
-            number = float(text)
-            result = (
-                int(number)
-                if number.is_integer() and "." not in text and "e" not in text.lower()
-                else number
-            )
-        elif "boolean" in allowed and text.lower() in ("true", "false"):
-            result = text.lower() == "true"
-        if result is not value:
-            self.coerced.append(f"read argument {path or '*'!r} {value!r} as {result!r}")
-        return result
-
-    def object(self, value: dict[str, Any], schema: Mapping[str, Any], path: str) -> dict[str, Any]:
-        properties = schema.get("properties") or {}
-        for name in schema.get("required") or ():
-            if name not in value:
-                self.fail(_join(path, name), "required", "required argument is missing")
+            self.types = [types] if isinstance(types, str) else list(types)
+            self.typed = _type_check(self.types)
+        self.enum = schema.get("enum", _MISSING)
+        self.const = schema.get("const", _MISSING)
+        self.properties = {name: sub(s) for name, s in (schema.get("properties") or {}).items()}
+        self.required = tuple(schema.get("required") or ())
         extra = schema.get("additionalProperties", True)
+        self.extra = False if extra is False else sub(extra) if isinstance(extra, Mapping) else True
+        items = schema.get("items")
+        self.items = sub(items) if isinstance(items, Mapping) else None
+        self.min_items = schema.get("minItems", _MISSING)
+        self.max_items = schema.get("maxItems", _MISSING)
+        self.unique = bool(schema.get("uniqueItems"))
+        self.min_length = schema.get("minLength", _MISSING)
+        self.max_length = schema.get("maxLength", _MISSING)
+        pattern = schema.get("pattern")
+        self.pattern = pattern if isinstance(pattern, str) else None
+        self.bounds = tuple(
+            (keyword, bound, what)
+            for keyword, what in _BOUNDS.items()
+            if isinstance(bound := schema.get(keyword), int | float) and not isinstance(bound, bool)
+        )
+        step = schema.get("multipleOf")
+        self.multiple_of = step if isinstance(step, int | float) and step else None
+
+    def check(self, value: Any, path: str, context: _Context) -> Any:
+        if self is _ANYTHING:
+            return value
+        for key, branches in self.any_of:
+            value = _one_of(value, branches, path, key, context)
+        for branch in self.all_of:
+            value = branch.check(value, path, context)
+        if self.types is not None:
+            if isinstance(value, str):
+                value = _coerce(value, self.types, path, context)
+            if not self.typed(value):
+                context.fail(
+                    path, "type", f"expected {' or '.join(self.types)}, got {_describe(value)}"
+                )
+                return value
+        if self.enum is not _MISSING and value not in self.enum:
+            options = ", ".join(repr(v) for v in self.enum)
+            context.fail(path, "enum", f"{value!r} is not one of {options}", self.enum)
+        if self.const is not _MISSING and value != self.const:
+            context.fail(path, "const", f"must be {self.const!r}", [self.const])
+        if isinstance(value, dict):
+            value = self.object(value, path, context)
+        elif isinstance(value, list):
+            value = self.array(value, path, context)
+        elif isinstance(value, str):
+            self.string(value, path, context)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            self.number(value, path, context)
+        return value
+
+    def object(self, value: dict[str, Any], path: str, context: _Context) -> dict[str, Any]:
+        properties = self.properties
+        for name in self.required:
+            if name not in value:
+                context.fail(_join(path, name), "required", "required argument is missing")
+        extra = self.extra
         out = {}
         for name, item in value.items():
-            where = _join(path, name)
-            if name in properties:
-                out[name] = self.check(item, properties[name], where)
+            node = properties.get(name)
+            if node is not None:
+                out[name] = node.check(item, _join(path, name), context)
             elif extra is False:
                 names = ", ".join(properties) or "none"
-                self.fail(
-                    where,
+                context.fail(
+                    _join(path, name),
                     "additionalProperties",
                     f"unexpected argument; known: {names}",
                     list(properties),
                 )
                 out[name] = item
             else:
-                out[name] = self.check(item, extra, where) if isinstance(extra, Mapping) else item
+                out[name] = (
+                    extra.check(item, _join(path, name), context) if extra is not True else item
+                )
         return out
 
-    def array(self, value: list[Any], schema: Mapping[str, Any], path: str) -> list[Any]:
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            self.fail(
-                path, "minItems", f"needs at least {schema['minItems']} items, has {len(value)}"
+    def array(self, value: list[Any], path: str, context: _Context) -> list[Any]:
+        if self.min_items is not _MISSING and len(value) < self.min_items:
+            context.fail(
+                path, "minItems", f"needs at least {self.min_items} items, has {len(value)}"
             )
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            self.fail(
-                path, "maxItems", f"takes at most {schema['maxItems']} items, has {len(value)}"
+        if self.max_items is not _MISSING and len(value) > self.max_items:
+            context.fail(
+                path, "maxItems", f"takes at most {self.max_items} items, has {len(value)}"
             )
-        if schema.get("uniqueItems") and len({repr(v) for v in value}) != len(value):
-            self.fail(path, "uniqueItems", "items must be unique")
-        items = schema.get("items")
-        if isinstance(items, Mapping):
+        if self.unique and len({repr(v) for v in value}) != len(value):
+            context.fail(path, "uniqueItems", "items must be unique")
+        if self.items is not None:
+            items = self.items
             return [
-                self.check(item, items, f"{path}.{i}" if path else str(i))
+                items.check(item, f"{path}.{i}" if path else str(i), context)
                 for i, item in enumerate(value)
             ]
         return value
 
-    def string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            self.fail(path, "minLength", f"needs at least {schema['minLength']} characters")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            self.fail(path, "maxLength", f"takes at most {schema['maxLength']} characters")
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str) and re.search(pattern, value) is None:
-            self.fail(path, "pattern", f"{value!r} does not match {pattern!r}")
+    def string(self, value: str, path: str, context: _Context) -> None:
+        if self.min_length is not _MISSING and len(value) < self.min_length:
+            context.fail(path, "minLength", f"needs at least {self.min_length} characters")
+        if self.max_length is not _MISSING and len(value) > self.max_length:
+            context.fail(path, "maxLength", f"takes at most {self.max_length} characters")
+        if self.pattern is not None and re.search(self.pattern, value) is None:
+            context.fail(path, "pattern", f"{value!r} does not match {self.pattern!r}")
 
-    def number(self, value: float, schema: Mapping[str, Any], path: str) -> None:
-        for keyword, what in _BOUNDS.items():
-            bound = schema.get(keyword)
-            if isinstance(bound, int | float) and not isinstance(bound, bool):
-                broken = {
-                    "minimum": value < bound,
-                    "maximum": value > bound,
-                    "exclusiveMinimum": value <= bound,
-                    "exclusiveMaximum": value >= bound,
-                }[keyword]
-                if broken:
-                    self.fail(path, keyword, f"{value} {what} {bound}")
-        step = schema.get("multipleOf")
-        if (
-            isinstance(step, int | float)
-            and step
-            and not math.isclose(value / step, round(value / step))
-        ):
-            self.fail(path, "multipleOf", f"{value} is not a multiple of {step}")
+    def number(self, value: float, path: str, context: _Context) -> None:
+        for keyword, bound, what in self.bounds:
+            if _BROKEN[keyword](value, bound):
+                context.fail(path, keyword, f"{value} {what} {bound}")
+        step = self.multiple_of
+        if step is not None and not math.isclose(value / step, round(value / step)):
+            context.fail(path, "multipleOf", f"{value} is not a multiple of {step}")
+
+
+_ANYTHING = _Node()
+
+
+def _one_of(value: Any, branches: tuple[_Node, ...], path: str, key: str, context: _Context) -> Any:
+    for branch in branches:
+        trial = _Context()
+        result = branch.check(value, path, trial)
+        if not trial.problems:
+            context.coerced.extend(trial.coerced)
+            return result
+    context.fail(path, key, f"{_describe(value)} matches none of the allowed forms")
+    return value
+
+
+def _coerce(value: Any, allowed: list[str], path: str, context: _Context) -> Any:
+    if not isinstance(value, str) or "string" in allowed:
+        return value
+    text = value.strip()
+    result: Any = value
+    if "integer" in allowed and _INTEGER.match(text):
+        result = int(text)
+    elif "number" in allowed and _NUMBER.match(text):
+        number = float(text)
+        result = (
+            int(number)
+            if number.is_integer() and "." not in text and "e" not in text.lower()
+            else number
+        )
+    elif "boolean" in allowed and text.lower() in ("true", "false"):
+        result = text.lower() == "true"
+    if result is not value:
+        context.coerced.append(f"read argument {path or '*'!r} {value!r} as {result!r}")
+    return result
 
 
 def _is(value: Any, kind: str) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcs_host.validation import validate_arguments
+from mcs_host.validation import compile_schema, validate_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -154,3 +154,31 @@ def test_only_numeric_and_boolean_strings_are_coerced() -> None:
     assert validate_arguments(
         {"type": "object", "properties": {"v": {"type": ["string", "integer"]}}}, {"v": "7"}
     ).arguments == {"v": "7"}
+
+
+def test_a_recursive_schema_is_compiled_once_and_checked_at_every_depth() -> None:
+    tree = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "required": ["label"],
+                "properties": {
+                    "label": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+    }
+    validator = compile_schema(tree)
+    deep = {"label": "a", "children": [{"label": "b", "children": [{"children": []}]}]}
+    (problem,) = validator.validate({"root": deep}).problems
+    assert str(problem) == (
+        "argument 'root.children.0.children.0.label': required argument is missing (rule: required)"
+    )
+    fine = {"label": "a", "children": [{"label": "b", "children": []}]}
+    assert validator.validate({"root": fine}).ok
+    # the same validator serves many calls, each with its own problems
+    assert validator.validate({"root": {"label": 3}}).problems[0].rule == "type"
+    assert validator.validate({"root": fine}).ok
