@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .formats import FAMILIES, as_mapping, detect_native, native_messages
@@ -38,7 +38,7 @@ class ToolCall:
 
     def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
         """The same call with other arguments (a consent step that edits the call)."""
-        return replace(self, arguments=dict(arguments))
+        return ToolCall(self.name, dict(arguments), self.id, self.family, self.healed, self.problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from .contract import (
 from .formats import Provider, native_tools
 from .prompting import Prompts, render_tools
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
-from .validation import validate_arguments
+from .validation import ArgumentValidator, compile_schema
 
 __all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
 
@@ -108,8 +108,8 @@ class _Route:
     driver: Any
     tool: Tool
     """The tool as its driver names it."""
-    schema: Mapping[str, Any]
-    """The JSON Schema its arguments are checked against."""
+    validator: ArgumentValidator
+    """Its arguments' JSON Schema, compiled once when it is mounted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 owned.extend((label, mount.driver, tool) for tool in mount.tools)
         finals = self._names(owned)
         routes = {
-            final: _Route(label, driver, tool, tool.input_schema())
+            final: _Route(label, driver, tool, compile_schema(tool.input_schema()))
             for final, (label, driver, tool) in zip(finals, owned, strict=True)
         }
         tools = tuple(
@@ -386,7 +386,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             return None, _Failure(call.name, f"unknown tool {call.name!r}"), call
         if call.healed:
             notes.append(f"{call.name}: healed ({', '.join(call.healed)})")
-        checked = validate_arguments(route.schema, call.arguments)
+        checked = route.validator.validate(call.arguments)
         if not checked.ok:
             listed = "; ".join(str(p) for p in checked.problems)
             return None, _Failure(call.name, f"{call.name}: {listed}"), call
@@ -473,7 +473,10 @@ def _call_with_timeout(function: Callable[..., Any], timeout: float | None, *arg
 def _as_text(result: Any) -> str:
     if isinstance(result, str):
         return result
-    return json.dumps(result, ensure_ascii=False, default=str)
+    return _ENCODER.encode(result)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:

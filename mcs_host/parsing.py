@@ -76,20 +76,17 @@ class TextDetection:
 
 def detect_text(text: str, known: Collection[str] = ()) -> TextDetection:
     """The calls in ``text``; ``known`` tool names make ambiguous forms count as calls."""
-    visible = _THINK.sub("", text)
-    if _THINK_OPEN.search(visible):
-        return TextDetection(format="none", unfinished_thought=True)
-    for finder in (
-        _tool_call_tags,
-        _function_tags,
-        _python_tag,
-        _mistral,
-        _functools,
-        _dsl,
-    ):
-        found = finder(visible)
-        if found is not None:
-            return found
+    visible = text
+    if "<" in text:  # the regular expressions below only for text that may hold a tag
+        visible = _THINK.sub("", text)
+        if _THINK_OPEN.search(visible):
+            return TextDetection(format="none", unfinished_thought=True)
+    for marker, finders in _MARKED:
+        if marker in visible:  # one character found at memchr speed rules out whole formats
+            for finder in finders:
+                found = finder(visible)
+                if found is not None:
+                    return found
     pythonic = _pythonic(visible, known)
     if pythonic is not None:
         return pythonic
@@ -212,11 +209,12 @@ def _first_value(text: str) -> str:
 
 def _pythonic(text: str, known: Collection[str]) -> TextDetection | None:
     candidates = [text.strip()]
-    candidates += [
-        body.strip() for lang, body in _FENCE.findall(text) if lang in ("", "python", "py")
-    ]
+    if "```" in text:
+        candidates += [
+            body.strip() for lang, body in _FENCE.findall(text) if lang in ("", "python", "py")
+        ]
     for candidate in candidates:
-        if _PYTHONIC.match(candidate):
+        if candidate[:1] == "[" and _PYTHONIC.match(candidate):
             calls = list(_python_calls(candidate))
             if calls and all(c.name in known for c in calls):
                 return TextDetection(tuple(calls), "pythonic")
@@ -246,6 +244,15 @@ def _python_calls(source: str) -> Iterator[TextCall]:
         yield TextCall(name, arguments)
 
 
+_MARKED = (
+    ("<", (_tool_call_tags, _function_tags, _python_tag)),
+    ("[", (_mistral, _functools)),
+    ("@", (_dsl,)),
+)
+"""The formats with markers, in the order they are tried, under a character their marker
+holds."""
+
+
 # -- the JSON protocol -----------------------------------------------------------------------
 
 
@@ -255,7 +262,7 @@ def _json_protocol(text: str, known: Collection[str]) -> TextDetection:
         whole = _calls_or_final(stripped, known)
         if whole is not None:
             return whole
-    for lang, body in _FENCE.findall(text):
+    for lang, body in _FENCE.findall(text) if "```" in text else ():
         if lang.lower() in ("", "json", "tool_call", "tool_code", "javascript"):
             fenced = _calls_or_final(body.strip(), known)
             if fenced is not None:
@@ -287,6 +294,8 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
     calls, so the scan goes from key to key (a regular expression over the whole text) and
     parses just the object around each: linear in the length of prose full of braces.
     """
+    if not _may_hold_call(text, known):
+        return TextDetection(format="json")
     calls: list[TextCall] = []
     notes: list[str] = []
     final: Any = None
@@ -309,6 +318,30 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
         done = after
     return TextDetection(tuple(calls), "json", final, has_final, notes=tuple(dict.fromkeys(notes)))
 
+
+def _may_hold_call(text: str, known: Collection[str]) -> bool:
+    """Whether prose can hold a call of the JSON protocol or a final answer at all.
+
+    An object is one only with an argument key, as a ``final`` answer, or with a name key
+    whose value is an offered tool. Substring searches and one expression per name key (each
+    starting with a literal, so the engine skips ahead) tell that at a few hundred MB/s; reading
+    every JSON-like object in prose full of data runs ten times slower.
+    """
+    if any(word in text for word in _CALL_WORDS) or _ARGS_WORD.search(text):
+        return True
+    return any(
+        (quoted or single or bare) in known
+        for pattern in _NAME_VALUES
+        for quoted, single, bare in pattern.findall(text)
+    )
+
+
+_CALL_WORDS = ("parameters", "input", "final")
+_ARGS_WORD = re.compile("arg(?:ument|s)")
+_NAME_VALUES = tuple(
+    re.compile(key + r"""["']?\s*:\s*(?:"([^"]*)"|'([^']*)'|([^\s,}\]]+))""")
+    for key in ("tool", "name", "function")
+)
 
 _KEY = re.compile(r"""(?:tool|name|tool_name|function|action|final)["']?\s*:""")
 """A name key; starting with the words themselves lets the regex engine scan fast."""
@@ -408,25 +441,40 @@ def _matching(text: str, start: int, single_quotes: bool = True) -> int | None:
 
 def _protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> TextCall | None:
     """A call in the JSON protocol (or the seed's ``action`` form), if ``item`` is one."""
-    if not isinstance(item, Mapping):
-        return None
+    if not isinstance(item, dict):
+        if not isinstance(item, Mapping):
+            return None
+        item = dict(item)
     action = item.get("action")
     if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
         item = action
-    name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str)), None)
+    name = None
+    for key in NAME_KEYS:
+        value = item.get(key)
+        if isinstance(value, str):
+            name = value
+            break
     if name is None:
         function = item.get("function")
         if isinstance(function, Mapping) and isinstance(function.get("name"), str):
             item, name = function, function["name"]  # {"function": {"name", "arguments"}}
         else:
             return None
-    if not any(k in item for k in ARGUMENT_KEYS) and name not in known:
-        return None  # a JSON answer with a "name" field, not a call
-    if name not in known and _PLACEHOLDER.fullmatch(name.strip()):
-        return None  # a template copied from the prompt
-    raw: Any = next((item[k] for k in ARGUMENT_KEYS if k in item), {})
-    arguments, problem, more = _arguments(raw)
+    raw: Any = _NO_ARGUMENTS
+    for key in ARGUMENT_KEYS:
+        if key in item:
+            raw = item[key]
+            break
+    if name not in known:
+        if raw is _NO_ARGUMENTS:
+            return None  # a JSON answer with a "name" field, not a call
+        if _PLACEHOLDER.fullmatch(name.strip()):
+            return None  # a template copied from the prompt
+    arguments, problem, more = _arguments({} if raw is _NO_ARGUMENTS else raw)
     return TextCall(name, arguments, problem, notes + more)
+
+
+_NO_ARGUMENTS: Any = object()
 
 
 def _arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None, tuple[str, ...]]:

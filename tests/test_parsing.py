@@ -305,3 +305,29 @@ def test_healing_refuses_what_it_cannot_read_for_sure() -> None:
     with pytest.raises(Unhealable) as garbage:
         heal('{"a": nope}')
     assert not garbage.value.truncated
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('Running it now: {"tool": "search"} and then we see.', [("search", {})]),
+        ("Running it now: {'name': 'get_weather'}, wait.", [("get_weather", {})]),
+        ('Then {"name": "look up"} runs.', [("look up", {})]),
+        ('A record {"name": "Ann"}, then {"tool": "add", "args": {"a": 1}}.', [("add", {"a": 1})]),
+        ('Notes: {"k": 1}. {"final": "done"}', []),
+    ],
+    ids=["known name", "single quotes", "name with a space", "arguments", "final answer"],
+)
+def test_objects_in_prose_are_calls_by_an_argument_key_or_an_offered_name(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert calls(text, {*KNOWN, "look up"}) == expected
+
+
+def test_an_unreadable_object_in_prose_with_no_call_in_it_is_prose() -> None:
+    # a record cut off in the middle, with a name that is no tool and no arguments
+    text = 'The last record was {"name": "Ann", "bio": "she wrote that'
+    assert detect(text, KNOWN).calls == ()
+    # the same with an argument key is a call cut off, reported and not run
+    (call,) = detect(text.replace('"bio"', '"arguments"'), KNOWN).calls
+    assert call.problem is not None
