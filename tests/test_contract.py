@@ -6,6 +6,7 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -294,7 +295,22 @@ def test_schema_check_notices_edited_missing_and_stray_files(tmp_path: Any) -> N
 
 
 def test_every_public_name_is_in_a_submodule_all() -> None:
-    exported = set()
-    for submodule in mcs_host._SUBMODULES:
-        exported |= set(importlib.import_module(f"mcs_host.{submodule}").__all__)
-    assert set(mcs_host.__all__) - {"__version__"} == exported
+    exported: dict[str, str] = {}
+    for name in sorted({*mcs_host._EXPORTS.values()}):
+        module = importlib.import_module(f"mcs_host.{name}")
+        exported |= dict.fromkeys(module.__all__, name)
+    stale = "mcs_host/__init__.py is stale: run python scripts/gen_init.py"
+    assert set(mcs_host.__all__) - {"__version__"} == set(exported), stale
+    assert exported == mcs_host._EXPORTS, stale
+    public = {p.stem for p in Path(mcs_host.__file__).parent.glob("[!_]*.py")}
+    # every public module's names are exported, but the command line's and the pytest plugin's
+    assert public - set(exported.values()) == {"cli", "pytest_plugin"}
+
+
+def test_a_public_name_imports_only_the_module_that_defines_it() -> None:
+    code = (
+        "import sys; from mcs_host import discover, Candidate; "
+        "print(sorted(m for m in sys.modules if m.startswith(('mcs_host', 'pydantic'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['mcs_host', 'mcs_host.discovery']"
