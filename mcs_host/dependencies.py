@@ -218,7 +218,7 @@ def unverified_imports(
     """Of the module ``names`` just imported, those loaded from neither the standard library,
     the host's environment, nor verified bytes, by the distribution that ships them."""
     trusted = host_environment() if host is None else host
-    owners = _top_level_owners()
+    owners: Mapping[str, list[str]] | None = None  # read only when a module needs an owner
     found: dict[str, list[str]] = {}
     for name in sorted(names):
         module = sys.modules.get(name)
@@ -230,6 +230,8 @@ def unverified_imports(
             continue  # namespace packages and the like run no code of their own
         if is_verified_module(module):
             continue
+        if owners is None:
+            owners = _top_level_owners()
         candidates = owners.get(top, [])
         owner = _owner(spec.origin, candidates) if len(candidates) > 1 else (candidates or ["?"])[0]
         if owner in trusted:
