@@ -8,7 +8,8 @@ each it times ``scan_installed`` (open without following links, size check, one 
 RECORD comparison, unlisted-file scan) and, in the same process on the same bytes, two
 baselines: ``hashlib.sha256`` over the bytes already in memory (the hash alone), and a bare
 loop of open + read + sha256. The page cache is warm for all of them, so the ratios are the
-cost of reading and checking, not of the disk. Prints medians of ``--repeat`` runs.
+cost of reading and checking, not of the disk. Prints medians of ``--repeat`` runs (``--json``
+for scripts/bench.py).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from _bench import Budget, emit
 
 from mcs_host.integrity import scan_installed
 
@@ -63,14 +64,17 @@ def raw_hash(files: list[Path]) -> None:
             hashlib.sha256(f.read()).hexdigest()
 
 
-def median_seconds(work: Callable[[], object], repeat: int) -> float:
-    work()  # warm the page cache and the code
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def medians(works: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Median seconds of each of ``works``, run in turn ``repeat`` times after a warm-up
+    round, so drift in the machine's state hits them all alike."""
+    times: list[list[float]] = [[] for _ in works]
+    for round_ in range(repeat + 1):
+        for index, work in enumerate(works):
+            started = time.perf_counter()
+            work()
+            if round_:
+                times[index].append(time.perf_counter() - started)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> int:
@@ -78,6 +82,7 @@ def main() -> int:
     parser.add_argument("--large-mib", type=int, default=256, help="total size of the large tree")
     parser.add_argument("--small-files", type=int, default=2000, help="files in the small tree")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts/bench.py")
     args = parser.parse_args()
     mib = 1024 * 1024
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,32 +91,42 @@ def main() -> int:
         large, large_files = make_distribution(site, "large_pkg", [32 * mib] * big_count)
         small, small_files = make_distribution(site, "small_pkg", [1024] * args.small_files)
         large_bytes = sum(p.stat().st_size for p in large_files)
-        scan = median_seconds(lambda: scan_installed(large), args.repeat)
-        blobs = [p.read_bytes() for p in large_files]
-        hashed = median_seconds(lambda: hash_only(blobs), args.repeat)
-        blobs.clear()
-        raw = median_seconds(lambda: raw_hash(large_files), args.repeat)
-        small_scan = median_seconds(lambda: scan_installed(small), args.repeat)
         small_blobs = [p.read_bytes() for p in small_files]
-        small_hashed = median_seconds(lambda: hash_only(small_blobs), args.repeat)
-        small_raw = median_seconds(lambda: raw_hash(small_files), args.repeat)
-    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
-    print()
+        small_scan, small_hashed, small_raw = medians(
+            [
+                lambda: scan_installed(small),
+                lambda: hash_only(small_blobs),
+                lambda: raw_hash(small_files),
+            ],
+            args.repeat,
+        )
+        blobs = [p.read_bytes() for p in large_files]
+        scan, hashed, raw = medians(
+            [
+                lambda: scan_installed(large),
+                lambda: hash_only(blobs),
+                lambda: raw_hash(large_files),
+            ],
+            args.repeat,
+        )
     count = len(small_files)
-    print("| tree | scan_installed | sha256 of bytes in memory | open + read + sha256 |")
-    print("|---|---|---|---|")
-    print(
-        f"| large: {len(large_files)} files, {large_bytes / mib:.0f} MiB "
-        f"| {large_bytes / mib / scan:.0f} MiB/s "
-        f"| {large_bytes / mib / hashed:.0f} MiB/s (scan: {hashed / scan:.2f}x) "
-        f"| {large_bytes / mib / raw:.0f} MiB/s (scan: {raw / scan:.2f}x) |"
-    )
-    print(
-        f"| small: {count} files of 1 KiB "
-        f"| {small_scan / count * 1e6:.1f} µs/file "
-        f"| {small_hashed / count * 1e6:.1f} µs/file "
-        f"| {small_raw / count * 1e6:.1f} µs/file |"
-    )
+    size = large_bytes / mib
+    lines = [
+        "| tree | `scan_installed` | sha256 of the bytes in memory | open + read + sha256 loop |",
+        "|---|---|---|---|",
+        f"| large: {len(large_files)} files, {size:.0f} MiB | {size / scan:.0f} MiB/s "
+        f"| {size / hashed:.0f} MiB/s (scan: {hashed / scan:.2f}x) "
+        f"| {size / raw:.0f} MiB/s (scan: {raw / scan:.2f}x) |",
+        f"| small: {count} files of 1 KiB | {small_scan / count * 1e6:.1f} µs/file "
+        f"| {small_hashed / count * 1e6:.1f} µs/file | {small_raw / count * 1e6:.1f} µs/file |",
+    ]
+    budgets = [
+        Budget(
+            "digest throughput / sha256 in memory, large tree", hashed / scan, 0.6, at_least=True
+        ),
+        Budget("digest per small file", small_scan / count * 1e6, 15.0, unit=" µs"),
+    ]
+    emit("Verification: the installed-tree digest", lines, budgets, args.json)
     return 0
 
 

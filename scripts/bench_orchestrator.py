@@ -1,28 +1,37 @@
-"""Benchmark Orchestrator.process_llm_response: microseconds per model output.
+"""Benchmark process_llm_response: mcs-host's Orchestrator against the reference orchestrator.
 
     python scripts/bench_orchestrator.py [--repeat 7]
 
-Cases, each with 6 and with 500 mounted tools: a clean JSON-protocol call, a native OpenAI
-Chat Completions call, and a 100 KB prose answer full of braces (code, LaTeX, JSON data) that
-holds no call. The tools are real ToolDrivers with pydantic-described arguments; every call is
-detected, validated against its schema and executed. Prints medians of ``--repeat`` runs.
+Both orchestrators mount one ToolDriver with 6, then 500, lookup tools whose arguments are
+described and checked by a pydantic model, and get the same model outputs: a clean JSON call,
+a native OpenAI Chat Completions message with ``tool_calls``, a 490-character prose answer
+with no call, and 100 KB of prose full of braces (code, LaTeX, JSON data) with no call. The
+reference is ``mcs-orchestrator-base``'s ``BaseOrchestrator`` over ``mcs-driver-core``'s
+classes, measured when it is installed (scripts/bench.py installs it). Figures are medians
+of ``--repeat`` runs, each at least 0.2 s, the two orchestrators measured in turn.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from _bench import Budget, emit, median_us
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcs_host import DriverMeta, MCSToolDriver, Orchestrator, Tool
 from mcs_host.kit import parse_arguments, tool_from_model
+
+try:
+    from mcs.driver.core import DriverMeta as RefMeta
+    from mcs.driver.core import MCSToolDriver as RefToolDriver
+    from mcs.driver.core import Tool as RefTool
+    from mcs.driver.core import ToolParameter as RefParameter
+    from mcs.orchestrator.base import BaseOrchestrator
+except ImportError:  # measured without the reference
+    BaseOrchestrator = None
 
 
 class LookupArgs(BaseModel):
@@ -32,12 +41,12 @@ class LookupArgs(BaseModel):
 
 
 class Lookups(MCSToolDriver):
-    """``count`` lookup tools named ``<prefix>_<n>``."""
+    """``count`` lookup tools named ``lookup_<n>``."""
 
-    def __init__(self, prefix: str, count: int) -> None:
-        self.meta = DriverMeta(id=f"bench-{prefix}", name=prefix, version="1.0.0")
+    def __init__(self, count: int) -> None:
+        self.meta = DriverMeta(id="bench-lookups", name="lookups", version="1.0.0")
         self.tools = [
-            tool_from_model(f"{prefix}_{n}", LookupArgs, description=f"Look up in {prefix} {n}.")
+            tool_from_model(f"lookup_{n}", LookupArgs, description=f"Look up in table {n}.")
             for n in range(count)
         ]
 
@@ -49,34 +58,68 @@ class Lookups(MCSToolDriver):
         return {"key": args.key, "hits": args.limit}
 
 
-def stack(tools: int) -> Orchestrator:
-    per_driver = 10 if tools > 10 else tools
-    drivers = {f"d{n}": Lookups(f"d{n}", per_driver) for n in range(tools // per_driver)}
-    return Orchestrator(drivers)
+def reference_stack(count: int) -> Any:
+    """The same driver in the reference SDK's classes, in its BaseOrchestrator."""
+    assert BaseOrchestrator is not None
+    ours = Lookups(count)
+
+    class RefLookups(RefToolDriver):  # type: ignore[misc]
+        meta = RefMeta(
+            id="bench-lookups",
+            name="lookups",
+            version="1.0.0",
+            bindings=(),
+            supported_llms=None,
+            capabilities=(),
+        )
+
+        def list_tools(self) -> list[Any]:
+            return tools
+
+        def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+            return ours.execute_tool(tool_name, arguments)
+
+    tools = [
+        RefTool(
+            name=t.name,
+            description=t.description,
+            parameters=[
+                RefParameter(p.name, p.description, p.required, p.schema) for p in t.parameters
+            ],
+        )
+        for t in ours.tools
+    ]
+    stack = BaseOrchestrator()
+    stack.add_driver(RefLookups(), label="lookups")
+    return stack
 
 
-CLEAN = '{"tool": "d0_3", "arguments": {"key": "oslo", "limit": 5}}'
+CLEAN = '{"tool": "lookup_3", "arguments": {"key": "oslo", "limit": 5}}'
 NATIVE = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "choices": [
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
         {
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "d0_3", "arguments": '{"key": "oslo", "limit": 5}'},
-                    }
-                ],
-            },
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "lookup_3", "arguments": '{"key": "oslo", "limit": 5}'},
         }
     ],
 }
+ANSWER = """Here is what I found about the sales figures.
+
+The **units** column sums to 773 across 8 rows; the best month was March (143 units), the worst
+January (61). If you want to compute it yourself:
+
+```python
+totals = {}
+for row in rows:
+    totals[row["month"]] = totals.get(row["month"], 0) + int(row["units"])
+```
+
+A row looks like `{"month": "March", "units": 143}`. Growth from January to March is about
+134%. Let me know if you want a chart or a breakdown by region.
+"""
 
 
 def prose(size: int = 100_000) -> str:
@@ -88,46 +131,57 @@ def prose(size: int = 100_000) -> str:
     return (paragraph * (size // len(paragraph) + 1))[:size]
 
 
-def median_us(work: Callable[[], object], repeat: int) -> float:
-    work()
-    runs = []
-    for _ in range(repeat):
-        count, started = 0, time.perf_counter()
-        while True:
-            work()
-            count += 1
-            elapsed = time.perf_counter() - started
-            if elapsed > 0.2:
-                break
-        runs.append(elapsed / count * 1e6)
-    return statistics.median(runs)
+CASES: tuple[tuple[str, str | dict[str, Any], bool], ...] = (
+    ("clean JSON call", CLEAN, True),
+    ("native OpenAI call", NATIVE, True),
+    (f"prose answer, {len(ANSWER)} characters", ANSWER, False),
+    ("100 KB prose with braces", prose(), False),
+)
+
+
+def _show(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} µs"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    text = prose()
-    print(f"Python {platform.python_version()} on {platform.machine()}")
-    print()
-    print("| output | 6 tools | 500 tools |")
-    print("|---|---|---|")
-    stacks = {6: stack(6), 500: stack(500)}
-    cases: tuple[tuple[str, str | dict[str, Any]], ...] = (
-        ("clean JSON call", CLEAN),
-        ("native OpenAI call", NATIVE),
-        ("100 KB prose, no call", text),
-    )
-    for case, output in cases:
-        timings = []
-        for tools, orchestrator in stacks.items():
-            response = orchestrator.process_llm_response(output)
-            expected = case.startswith("100 KB")
-            assert response.is_empty == expected, (case, tools, response)
-            timings.append(
-                median_us(partial(orchestrator.process_llm_response, output), args.repeat)
+    sizes = (6, 500)
+    ours = {n: Orchestrator({"lookups": Lookups(n)}) for n in sizes}
+    reference = {n: reference_stack(n) for n in sizes} if BaseOrchestrator else {}
+    lines = [
+        "| model output | tools | mcs-host | reference | mcs-host / reference |",
+        "|---|---|---|---|---|",
+    ]
+    budgets = []
+    for case, output, is_call in CASES:
+        measured: dict[int, float] = {}
+        for n in sizes:
+            response = ours[n].process_llm_response(output)
+            assert response.call_executed == is_call, (case, n, response)
+            measured[n] = median_us(partial(ours[n].process_llm_response, output), args.repeat)
+            if reference:
+                answer = reference[n].process_llm_response(output)
+                assert answer.call_executed == is_call, (case, n, answer)
+                theirs = median_us(partial(reference[n].process_llm_response, output), args.repeat)
+                lines.append(
+                    f"| {case} | {n} | {_show(measured[n])} | {_show(theirs)} | "
+                    f"{measured[n] / theirs:.2f}x |"
+                )
+                if n == sizes[0]:
+                    budgets.append(
+                        Budget(f"{case}, 6 tools, mcs-host / reference", measured[n] / theirs, 0.5)
+                    )
+            else:
+                lines.append(f"| {case} | {n} | {_show(measured[n])} | not installed | |")
+        budgets.append(
+            Budget(
+                f"{case}, 500 tools / 6 tools (flat)", measured[sizes[1]] / measured[sizes[0]], 1.2
             )
-        print(f"| {case} | {timings[0]:.1f} µs | {timings[1]:.1f} µs |")
+        )
+    emit("Orchestrator: `process_llm_response`", lines, budgets, args.json)
     return 0
 
 

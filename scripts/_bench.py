@@ -1,0 +1,99 @@
+"""What the benchmark scripts share: medians, fresh processes, budgets and their output.
+
+Each ``bench_*.py`` prints its table as Markdown, or with ``--json`` an object with its
+``title``, ``markdown`` lines and ``budgets``, which ``scripts/bench.py`` gathers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A figure and the limit it must keep: ``measured <= limit`` (or ``>=`` with ``at_least``)."""
+
+    name: str
+    measured: float
+    limit: float
+    unit: str = "x"
+    at_least: bool = False
+
+    @property
+    def met(self) -> bool:
+        return self.measured >= self.limit if self.at_least else self.measured <= self.limit
+
+    def line(self) -> str:
+        sign = ">=" if self.at_least else "<="
+        verdict = "met" if self.met else "MISSED"
+        budget = f"budget {sign} {self.limit:g}{self.unit}"
+        return f"{self.name}: {self.measured:.2f}{self.unit} ({budget}): {verdict}"
+
+
+def machine() -> str:
+    """The machine a figure comes from, in one line."""
+    return (
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}, "
+        f"{platform.machine()}, {os.cpu_count()} CPUs"
+    )
+
+
+def median_us(work: Callable[[], object], repeat: int, at_least: float = 0.2) -> float:
+    """Median microseconds per call of ``work`` over ``repeat`` runs of ``at_least`` seconds."""
+    work()
+    runs = []
+    for _ in range(repeat):
+        count, started = 0, time.perf_counter()
+        while True:
+            work()
+            count += 1
+            elapsed = time.perf_counter() - started
+            if elapsed >= at_least:
+                break
+        runs.append(elapsed / count * 1e6)
+    return statistics.median(runs)
+
+
+def process_ms(commands: Sequence[Sequence[str]], repeat: int, **kwargs: object) -> list[float]:
+    """Median wall milliseconds of each command as a fresh process, run in turn ``repeat``
+    times after one warm-up round (so drift hits them all alike)."""
+    times: list[list[float]] = [[] for _ in commands]
+    for round_ in range(repeat + 1):
+        for index, command in enumerate(commands):
+            started = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+            if round_:
+                times[index].append((time.perf_counter() - started) * 1000)
+    return [statistics.median(t) for t in times]
+
+
+def emit(title: str, markdown: list[str], budgets: list[Budget], as_json: bool) -> None:
+    """Print the section: Markdown (with the budgets below it), or JSON for bench.py."""
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "title": title,
+                    "machine": machine(),
+                    "markdown": markdown,
+                    "budgets": [{**asdict(b), "met": b.met, "line": b.line()} for b in budgets],
+                }
+            )
+        )
+        return
+    print(f"## {title}\n")
+    print(machine() + "\n")
+    print("\n".join(markdown))
+    if budgets:
+        print()
+        for budget in budgets:
+            print(f"- {budget.line()}")
+    sys.stdout.flush()
