@@ -18,12 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
-from pathlib import Path
 from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from .discovery import installed_distribution, normalize_name
+from .discovery import (
+    installed_distribution,
+    installed_projects,
+    normalize_name,
+    requires_dist,
+)
 from .importer import is_verified_module
 from .integrity import ModuleFile, TreeScan, editable_source, module_files, scan_installed
 from .registry import ReleaseEntry, TrustIndex
@@ -59,7 +63,8 @@ class DependencyCheck:
 
 @cache
 def host_environment() -> frozenset[str]:
-    """mcs-host and every distribution it requires, transitively, as installed."""
+    """mcs-host and every distribution it requires, transitively, as installed on sys.path."""
+    installed = installed_projects(sys.path)
     found: set[str] = set()
     queue = ["mcs-host"]
     while queue:
@@ -67,11 +72,8 @@ def host_environment() -> frozenset[str]:
         if project in found:
             continue
         found.add(project)
-        try:
-            requires = metadata.requires(project) or []
-        except metadata.PackageNotFoundError:
-            continue
-        queue.extend(name for name, _ in _required(requires))
+        if project in installed:
+            queue.extend(name for name, _ in _required(requires_dist(installed[project])))
     return frozenset(found)
 
 
@@ -88,7 +90,7 @@ def check_dependencies(
     trusted = host_environment() if host is None else host
     scans = {} if scans is None else scans
     queue: list[tuple[str, str, bool]] = [
-        (name, distribution, True) for name, _ in _required(_requires(metadata_path))
+        (name, distribution, True) for name, _ in _required(requires_dist(metadata_path))
     ]
     queue += [(normalize_name(name), distribution, False) for name in undeclared]
     seen: set[str] = {normalize_name(distribution)}
@@ -103,7 +105,7 @@ def check_dependencies(
         if check.metadata_path is not None:
             queue += [
                 (name, check.distribution, True)
-                for name, _ in _required(_requires(check.metadata_path))
+                for name, _ in _required(requires_dist(check.metadata_path))
             ]
     return tuple(checks)
 
@@ -189,13 +191,6 @@ def _entry(index: TrustIndex, project: str) -> ReleaseEntry | None:
         return index.libraries[project]
     drivers = [e for e in index.entries.values() if e.distribution == project]
     return drivers[0] if drivers else None
-
-
-def _requires(metadata_path: str) -> list[str]:
-    try:
-        return metadata.PathDistribution(Path(metadata_path)).requires or []
-    except OSError:
-        return []
 
 
 def _required(lines: Iterable[str]) -> list[tuple[str, Requirement]]:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -24,8 +25,10 @@ __all__ = [
     "declare",
     "discover",
     "installed_distribution",
+    "installed_projects",
     "normalize_name",
     "parse_entry_points",
+    "requires_dist",
 ]
 
 ENTRY_POINT_GROUP = "mcs.drivers"
@@ -203,6 +206,34 @@ def installed_distribution(project: str, path: Sequence[str]) -> tuple[str, str,
         name, version = _name_and_version(installed, [])
         return name, version, installed.metadata_path, installed.location
     return None
+
+
+def installed_projects(path: Sequence[str]) -> dict[str, str]:
+    """Every distribution on ``path`` by PEP 503 name: the metadata directory of its first copy."""
+    found: dict[str, str] = {}
+    for installed in _installed(path):
+        found.setdefault(installed.project, installed.metadata_path)
+    return found
+
+
+def requires_dist(metadata_path: str) -> list[str]:
+    """The ``Requires-Dist`` lines of the installed distribution in ``metadata_path``, read
+    from the header of its METADATA (an ``.egg-info`` without one: as importlib reads it)."""
+    path = os.path.join(metadata_path, "METADATA")
+    if not os.path.exists(path):
+        return metadata.PathDistribution(Path(metadata_path)).requires or []
+    found = []
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if not line.strip():
+                    break  # the end of the header
+                if line.startswith("Requires-Dist:"):
+                    found.append(line.partition(":")[2].strip())
+    except OSError:
+        return []
+    return found
 
 
 def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Installed]:

@@ -407,3 +407,14 @@ def test_a_zip_file_on_the_path_is_searched_as_importlib_searches_it(tmp_path: P
         "zipped",
         "1.2",
     )
+
+
+def test_requirements_are_what_importlib_reads_for_every_installed_distribution() -> None:
+    from mcs_host import installed_projects, requires_dist
+
+    installed = installed_projects(sys.path)
+    assert "pydantic" in installed
+    assert "mcs-host" in installed
+    for project, metadata_path in installed.items():
+        dist = importlib.metadata.PathDistribution(Path(metadata_path))
+        assert requires_dist(metadata_path) == (dist.requires or []), project
