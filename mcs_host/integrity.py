@@ -16,6 +16,7 @@ and shadows of a top-level module (``pkg/`` or ``pkg.<ext>.so`` beside a listed 
 from __future__ import annotations
 
 import base64
+import binascii
 import csv
 import hashlib
 import io
@@ -219,6 +220,16 @@ def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
     return TreeScan(path, digest, tuple(findings), _extensions(e.path for e in entries))
 
 
+def _csv_rows(text: str) -> Iterator[list[str]]:
+    """The rows of a CSV file, each line split on commas unless it quotes a field."""
+    if '"' in text:
+        yield from csv.reader(io.StringIO(text))
+        return
+    for raw in text.split("\n"):
+        line = raw.removesuffix("\r")
+        yield line.split(",") if line else []
+
+
 def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row]:
     """The RECORD rows that are part of the digest; problems go to ``findings``.
 
@@ -226,7 +237,7 @@ def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row
     RECORD (so not unlisted) but cannot be part of a complete digest.
     """
     seen: set[str] = set()
-    for number, fields in enumerate(csv.reader(io.StringIO(record)), 1):
+    for number, fields in enumerate(_csv_rows(record), 1):
         if not fields:
             continue
         if len(fields) != 3:
@@ -370,16 +381,25 @@ def _hash_installed(
     if size != info.st_size:
         findings.append(Finding("file-modified", row.path, f"{row.path} changed while it was read"))
         return None
-    recorded = other if row.algorithm != "sha256" else bytes.fromhex(sha256)
-    if base64.urlsafe_b64encode(recorded).rstrip(b"=").decode("ascii") != row.recorded:
+    recorded = other if row.algorithm != "sha256" else sha256
+    if _record_hash(recorded) != row.recorded:
         findings.append(
             Finding("file-modified", row.path, f"{row.path} does not match its RECORD hash")
         )
-    return FileEntry(row.path, sha256, size)
+    return FileEntry(row.path, sha256.hex(), size)
 
 
-def _read_hash(fd: int, size: int, algorithm: str) -> tuple[str, int, bytes]:
-    """sha256 hex, bytes read, and the ``algorithm`` digest (if not sha256) of an open file."""
+def _record_hash(digest: bytes) -> str:
+    """A digest as RECORD writes it: urlsafe base64 without padding."""
+    return binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _read_hash(fd: int, size: int, algorithm: str) -> tuple[bytes, int, bytes]:
+    """The sha256 digest, bytes read, and the ``algorithm`` digest (if not sha256) of an open
+    file."""
     sha256 = hashlib.sha256()
     other = None if algorithm == "sha256" else hashlib.new(algorithm)
     total = 0
@@ -400,7 +420,7 @@ def _read_hash(fd: int, size: int, algorithm: str) -> tuple[str, int, bytes]:
             if other is not None:
                 other.update(chunk)
             total += len(chunk)
-    return sha256.hexdigest(), total, other.digest() if other is not None else b""
+    return sha256.digest(), total, other.digest() if other is not None else b""
 
 
 def _unlisted(base: str, listed: set[str]) -> Iterator[Finding]:

@@ -187,3 +187,20 @@ def test_scripts_outside_the_site_directory_are_left_out(site: Path) -> None:
     record.write_text(record.read_text() + "../../bin/tree-tool,sha256=abc,10\n")
     assert scan_installed(dist_info(site)).findings == ()
     assert os.path.isdir(site)
+
+
+def test_record_is_read_as_csv_whatever_its_line_endings_and_quoting(site: Path) -> None:
+    record = dist_info(site) / "RECORD"
+    clean = scan_installed(dist_info(site)).digest
+    lines = record.read_text().splitlines()
+    # CRLF line endings, and a quoted row (what csv writes for a path with a comma)
+    (site / "tree_driver" / "a,b.json").write_text("{}\n")
+    quoted = '"tree_driver/a,b.json",sha256=yj0WO6sFU4GCciYUBWjzvvfqrBh869doeOC2Pp5EI1Y,3'
+    record.write_bytes(("\r\n".join([*lines, quoted]) + "\r\n").encode())
+    scan = scan_installed(dist_info(site))
+    assert scan.findings == ()
+    assert scan.digest is not None
+    assert clean is not None
+    assert [e.path for e in scan.digest.entries] == sorted(
+        [*(e.path for e in clean.entries), "tree_driver/a,b.json"]
+    )
