@@ -46,20 +46,25 @@ def machine() -> str:
     )
 
 
-def median_us(work: Callable[[], object], repeat: int, at_least: float = 0.2) -> float:
-    """Median microseconds per call of ``work`` over ``repeat`` runs of ``at_least`` seconds."""
-    work()
-    runs = []
+def medians_us(
+    works: Sequence[Callable[[], object]], repeat: int, at_least: float = 0.2
+) -> list[float]:
+    """Median microseconds per call of each of ``works`` over ``repeat`` rounds; in a round
+    each runs for ``at_least`` seconds in turn, so drift in the machine hits them all alike."""
+    for work in works:
+        work()
+    runs: list[list[float]] = [[] for _ in works]
     for _ in range(repeat):
-        count, started = 0, time.perf_counter()
-        while True:
-            work()
-            count += 1
-            elapsed = time.perf_counter() - started
-            if elapsed >= at_least:
-                break
-        runs.append(elapsed / count * 1e6)
-    return statistics.median(runs)
+        for index, work in enumerate(works):
+            count, started = 0, time.perf_counter()
+            while True:
+                work()
+                count += 1
+                elapsed = time.perf_counter() - started
+                if elapsed >= at_least:
+                    break
+            runs[index].append(elapsed / count * 1e6)
+    return [statistics.median(r) for r in runs]
 
 
 def process_ms(commands: Sequence[Sequence[str]], repeat: int, **kwargs: object) -> list[float]:

@@ -90,24 +90,29 @@ def make_site(root: Path, size: int, drivers: int) -> Path:
     return site
 
 
-def time_method(method: str, site: Path, expected: int, repeat: int, env: dict[str, str]) -> float:
-    """Median milliseconds of ``method`` over ``repeat`` fresh processes."""
-    imports, call = METHODS[method]
-    code = _PREAMBLE.format(imports=imports, call=call)
-    runs = []
-    for _ in range(repeat + 1):  # the first run warms stevedore's cache and the page cache
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(site)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-        )
-        ms, count = done.stdout.split()
-        if int(count) != expected:
-            raise RuntimeError(f"{method} found {count} drivers in {site}, not {expected}")
-        runs.append(float(ms))
-    return statistics.median(runs[1:])
+def time_methods(
+    methods: list[str], site: Path, expected: int, repeat: int, env: dict[str, str]
+) -> dict[str, float]:
+    """Median milliseconds of each method over ``repeat`` rounds of fresh processes, one per
+    method in turn, after a round that warms stevedore's cache and the page cache."""
+    runs: dict[str, list[float]] = {method: [] for method in methods}
+    for round_ in range(repeat + 1):
+        for method in methods:
+            imports, call = METHODS[method]
+            code = _PREAMBLE.format(imports=imports, call=call)
+            done = subprocess.run(
+                [sys.executable, "-c", code, str(site)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            ms, count = done.stdout.split()
+            if int(count) != expected:
+                raise RuntimeError(f"{method} found {count} drivers in {site}, not {expected}")
+            if round_:
+                runs[method].append(float(ms))
+    return {method: statistics.median(times) for method, times in runs.items()}
 
 
 def run(sizes: list[int], repeat: int, methods: list[str]) -> list[dict[str, float]]:
@@ -121,8 +126,7 @@ def run(sizes: list[int], repeat: int, methods: list[str]) -> list[dict[str, flo
                     continue  # the same site as dense
                 site = make_site(Path(tmp), size, drivers)
                 row: dict[str, float] = {"n": size, "drivers": drivers}
-                for method in methods:
-                    row[method] = time_method(method, site, drivers, repeat, env)
+                row.update(time_methods(methods, site, drivers, repeat, env))
                 rows.append(row)
     return rows
 

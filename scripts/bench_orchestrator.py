@@ -8,7 +8,7 @@ a native OpenAI Chat Completions message with ``tool_calls``, a 490-character pr
 with no call, and 100 KB of prose full of braces (code, LaTeX, JSON data) with no call. The
 reference is ``mcs-orchestrator-base``'s ``BaseOrchestrator`` over ``mcs-driver-core``'s
 classes, measured when it is installed (scripts/bench.py installs it). Figures are medians
-of ``--repeat`` runs, each at least 0.2 s, the two orchestrators measured in turn.
+of ``--repeat`` rounds in which each orchestrator runs for 0.2 s in turn.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from functools import partial
 from typing import Any
 
-from _bench import Budget, emit, median_us
+from _bench import Budget, emit, medians_us
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcs_host import DriverMeta, MCSToolDriver, Orchestrator, Tool
@@ -161,11 +161,14 @@ def main() -> int:
         for n in sizes:
             response = ours[n].process_llm_response(output)
             assert response.call_executed == is_call, (case, n, response)
-            measured[n] = median_us(partial(ours[n].process_llm_response, output), args.repeat)
+            works = [partial(ours[n].process_llm_response, output)]
             if reference:
                 answer = reference[n].process_llm_response(output)
                 assert answer.call_executed == is_call, (case, n, answer)
-                theirs = median_us(partial(reference[n].process_llm_response, output), args.repeat)
+                works.append(partial(reference[n].process_llm_response, output))
+            measured[n], *others = medians_us(works, args.repeat)
+            if others:
+                (theirs,) = others
                 lines.append(
                     f"| {case} | {n} | {_show(measured[n])} | {_show(theirs)} | "
                     f"{measured[n] / theirs:.2f}x |"
