@@ -276,7 +276,7 @@ def _served(entry: str, name: str | None) -> Iterator[_Installed]:
         else metadata.distributions(name=name, path=[entry])
     )
     for dist in found:
-        project = normalize_name(dist.metadata["Name"] or "?")
+        project = normalize_name(_field(dist.metadata, "Name") or "?")
         where = str(getattr(dist, "_path", None) or entry)
         yield _Installed(project, where, where, dist)
 
@@ -420,7 +420,8 @@ def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[s
     try:
         if installed.dist is not None:
             meta = installed.dist.metadata
-            return meta["Name"] or installed.project, meta["Version"] or "?"
+            name, version = _field(meta, "Name"), _field(meta, "Version")
+            return name or installed.project, version or "?"
         fields = _core_fields(installed.metadata_path)
         return fields.get("Name") or installed.project, fields.get("Version") or "?"
     except (OSError, UnicodeDecodeError) as exc:
@@ -432,6 +433,11 @@ def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[s
             )
         )
         return installed.project, "?"
+
+
+def _field(meta: metadata.PackageMetadata, key: str) -> str | None:
+    """A field of ``meta``, or ``None`` (indexing a missing one warns from Python 3.12)."""
+    return meta[key] if key in meta else None  # noqa: SIM401 - the protocol has no get()
 
 
 def _core_fields(metadata_path: str) -> dict[str, str]:
