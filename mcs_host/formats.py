@@ -135,7 +135,11 @@ def _openai_chat(data: Mapping[str, Any]) -> NativeDetection | None:
     if _is_ollama(message) and choices is None:
         return None
     calls: list[NativeCall] = []
-    for entry in message.get("tool_calls") or ():
+    entries = message.get("tool_calls") or []
+    if not isinstance(entries, list):
+        calls.append(NativeCall("?", None, None, "tool_calls is not a list of calls"))
+        entries = []
+    for entry in entries:
         function = entry.get("function") if isinstance(entry, Mapping) else None
         call_id = entry.get("id") if isinstance(entry, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
@@ -185,7 +189,7 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
         for item in items
         if isinstance(item, Mapping) and item.get("type") == "function_call"
     ]
-    truncated = (data.get("incomplete_details") or {}).get("reason") == "max_output_tokens"
+    truncated = _mapping(data.get("incomplete_details")).get("reason") == "max_output_tokens"
     return NativeDetection("openai-responses", calls, "\n".join(texts), native, truncated)
 
 
@@ -221,7 +225,7 @@ def _gemini(data: Mapping[str, Any]) -> NativeDetection | None:
             return None
         reason = candidates[0].get("finishReason", candidates[0].get("finish_reason"))
         truncated = reason == "MAX_TOKENS"
-        data = candidates[0].get("content") or {}
+        data = _mapping(candidates[0].get("content"))
     parts = data.get("parts")
     if not isinstance(parts, list):
         return None
@@ -249,9 +253,11 @@ def _gemini(data: Mapping[str, Any]) -> NativeDetection | None:
 
 def _is_ollama(message: Mapping[str, Any]) -> bool:
     """Ollama's tool calls carry no id and no type; their arguments are usually objects."""
-    entries = message.get("tool_calls") or ()
-    return bool(entries) and all(
-        isinstance(e, Mapping) and "id" not in e and "type" not in e for e in entries
+    entries = message.get("tool_calls")
+    return (
+        isinstance(entries, list)
+        and bool(entries)
+        and all(isinstance(e, Mapping) and "id" not in e and "type" not in e for e in entries)
     )
 
 

@@ -55,8 +55,13 @@ def heal(text: str) -> tuple[Any, tuple[str, ...]]:
         return json.loads(text), ()
     except ValueError:
         pass
+    except RecursionError:
+        raise Unhealable("nested too deeply to read") from None
     reader = _Reader(text)
-    value = reader.value()
+    try:
+        value = reader.value()
+    except RecursionError:
+        raise Unhealable("nested too deeply to read") from None
     reader.skip_space()
     if reader.position < len(text):
         raise Unhealable(f"unexpected text after the value at character {reader.position}")

@@ -137,7 +137,7 @@ def _xml_value(raw: str) -> Any:
     """A parameter value: JSON when it reads as JSON (numbers, objects), else the text."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -228,6 +228,9 @@ def _python_calls(source: str) -> Iterator[TextCall]:
     except SyntaxError as exc:
         yield TextCall("?", None, f"not a readable call list: {exc.msg}")
         return
+    except (ValueError, RecursionError, MemoryError):  # a NUL byte, nesting too deep
+        yield TextCall("?", None, "not a readable call list")
+        return
     nodes = tree.body.elts if isinstance(tree.body, ast.List | ast.Tuple) else [tree.body]
     for node in nodes:
         if not isinstance(node, ast.Call):
@@ -238,7 +241,7 @@ def _python_calls(source: str) -> Iterator[TextCall]:
             continue
         try:
             arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        except ValueError:
+        except (ValueError, TypeError, RecursionError):  # {[1]: 2} is a literal, not hashable
             yield TextCall(name, None, "an argument is not a literal value")
             continue
         yield TextCall(name, arguments)
@@ -378,7 +381,7 @@ def _at(
     after = index + len(fragment)
     try:
         return _from_value(json.loads(fragment), (), known), after
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     if not _KEY.search(fragment):
         return None, index

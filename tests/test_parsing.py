@@ -331,3 +331,35 @@ def test_an_unreadable_object_in_prose_with_no_call_in_it_is_prose() -> None:
     # the same with an argument key is a call cut off, reported and not run
     (call,) = detect(text.replace('"bio"', '"arguments"'), KNOWN).calls
     assert call.problem is not None
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, None),
+        ('{"tool": "add", "arguments": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+        ("<|python_tag|>add(a={[1]: 2})", "an argument is not a literal value"),
+        ("<|python_tag|>add(a=1)\x00", "not a readable call list"),
+        ({"role": "assistant", "content": None, "tool_calls": 5}, "tool_calls is not a list"),
+        ({"object": "response", "output": [], "incomplete_details": "x"}, None),
+        ({"candidates": [{"content": ["x"]}]}, None),
+    ],
+    ids=[
+        "deep array",
+        "deep arguments",
+        "unhashable key",
+        "nul byte",
+        "tool_calls",
+        "details",
+        "gemini",
+    ],
+)
+def test_no_model_output_raises_out_of_the_orchestrator(output: Any, expected: str | None) -> None:
+    calc = Calculator()
+    response = Orchestrator({"calc": calc}).process_llm_response(output)
+    assert calc.calls == []
+    if expected is None:
+        assert not response.call_executed
+    else:
+        assert response.call_failed
+        assert expected in (response.call_detail or "")
