@@ -6,7 +6,9 @@ The keywords tool schemas use are checked: ``type``, ``enum``, ``const``, ``requ
 exclusive forms, ``multipleOf``, ``anyOf``/``oneOf``/``allOf`` and local ``$ref``s; other
 keywords (``format``, ``default``, descriptions) are not checked. Only strings that spell a
 number or a boolean are coerced, where the schema asks for one and does not also accept a
-string; every coercion is reported.
+string; every coercion is reported. A schema whose keywords cannot be checked (a ``pattern``
+that is no regular expression, a length that is no count, an ``enum`` that is no list) is
+refused when it is compiled, that is when its tool is mounted.
 """
 
 from __future__ import annotations
@@ -218,6 +220,8 @@ class _Node:
             self.types = [types] if isinstance(types, str) else list(types)
             self.typed = _type_check(self.types)
         self.enum = schema.get("enum", _MISSING)
+        if self.enum is not _MISSING and not isinstance(self.enum, list):
+            raise ValueError(f"enum must be a list, not {self.enum!r}")
         self.const = schema.get("const", _MISSING)
         self.properties = {name: sub(s) for name, s in (schema.get("properties") or {}).items()}
         self.required = tuple(schema.get("required") or ())
@@ -225,13 +229,19 @@ class _Node:
         self.extra = False if extra is False else sub(extra) if isinstance(extra, Mapping) else True
         items = schema.get("items")
         self.items = sub(items) if isinstance(items, Mapping) else None
-        self.min_items = schema.get("minItems", _MISSING)
-        self.max_items = schema.get("maxItems", _MISSING)
+        self.min_items = _count(schema, "minItems")
+        self.max_items = _count(schema, "maxItems")
         self.unique = bool(schema.get("uniqueItems"))
-        self.min_length = schema.get("minLength", _MISSING)
-        self.max_length = schema.get("maxLength", _MISSING)
+        self.min_length = _count(schema, "minLength")
+        self.max_length = _count(schema, "maxLength")
         pattern = schema.get("pattern")
         self.pattern = pattern if isinstance(pattern, str) else None
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                message = f"pattern {self.pattern!r} is not a regular expression: {exc}"
+                raise ValueError(message) from None
         self.bounds = tuple(
             (keyword, bound, what)
             for keyword, what in _BOUNDS.items()
@@ -324,11 +334,14 @@ class _Node:
             context.fail(path, "pattern", f"{value!r} does not match {self.pattern!r}")
 
     def number(self, value: float, path: str, context: _Context) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            context.fail(path, "type", f"{value} is not a finite number")
+            return
         for keyword, bound, what in self.bounds:
             if _BROKEN[keyword](value, bound):
                 context.fail(path, keyword, f"{value} {what} {bound}")
         step = self.multiple_of
-        if step is not None and not math.isclose(value / step, round(value / step)):
+        if step is not None and not _multiple(value, step):
             context.fail(path, "multipleOf", f"{value} is not a multiple of {step}")
 
 
@@ -336,14 +349,44 @@ _ANYTHING = _Node()
 
 
 def _one_of(value: Any, branches: tuple[_Node, ...], path: str, key: str, context: _Context) -> Any:
+    """The first form ``value`` fits; for ``oneOf``, the only one."""
+    fits: list[tuple[Any, _Context]] = []
     for branch in branches:
         trial = _Context()
         result = branch.check(value, path, trial)
         if not trial.problems:
-            context.coerced.extend(trial.coerced)
-            return result
-    context.fail(path, key, f"{_describe(value)} matches none of the allowed forms")
+            fits.append((result, trial))
+            if key == "anyOf":
+                break
+    if not fits:
+        context.fail(path, key, f"{_describe(value)} matches none of the allowed forms")
+        return value
+    if len(fits) > 1:
+        context.fail(path, key, f"{_describe(value)} matches more than one of the allowed forms")
+        return value
+    result, trial = fits[0]
+    context.coerced.extend(trial.coerced)
+    return result
+
+
+def _count(schema: Mapping[str, Any], keyword: str) -> Any:
+    """A length keyword's value (``_MISSING`` when absent): a non-negative integer."""
+    value = schema.get(keyword, _MISSING)
+    if value is not _MISSING and (
+        not isinstance(value, int) or isinstance(value, bool) or value < 0
+    ):
+        raise ValueError(f"{keyword} must be a non-negative integer, not {value!r}")
     return value
+
+
+def _multiple(value: float, step: float) -> bool:
+    if isinstance(value, int) and isinstance(step, int):
+        return value % step == 0
+    try:
+        quotient = value / step
+    except OverflowError:  # an integer too large for a float
+        return False
+    return math.isfinite(quotient) and math.isclose(quotient, round(quotient))
 
 
 def _coerce(value: Any, allowed: list[str], path: str, context: _Context) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -182,3 +183,48 @@ def test_a_recursive_schema_is_compiled_once_and_checked_at_every_depth() -> Non
     # the same validator serves many calls, each with its own problems
     assert validator.validate({"root": {"label": 3}}).problems[0].rule == "type"
     assert validator.validate({"root": fine}).ok
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("nan"), "nan is not a finite number (rule: type)"),
+        (float("inf"), "inf is not a finite number (rule: type)"),
+        (10**400, "is not a multiple of 7"),
+    ],
+    ids=["nan", "inf", "huge integer"],
+)
+def test_numbers_json_allows_but_no_tool_can_take_are_refused(value: Any, message: str) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 7}}}
+    (problem,) = validate_arguments(schema, {"n": value}).problems
+    assert message in str(problem)
+    assert validate_arguments(schema, {"n": 7 * 10**400}).ok
+
+
+def test_one_of_takes_exactly_one_form_and_any_of_the_first() -> None:
+    forms = [{"type": "integer"}, {"type": "number", "minimum": 0}]
+    one = {"type": "object", "properties": {"n": {"oneOf": forms}}}
+    any_ = {"type": "object", "properties": {"n": {"anyOf": forms}}}
+    (problem,) = validate_arguments(one, {"n": 3}).problems
+    assert str(problem) == (
+        "argument 'n': integer 3 matches more than one of the allowed forms (rule: oneOf)"
+    )
+    assert validate_arguments(one, {"n": -3}).ok  # an integer, and not >= 0
+    assert validate_arguments(one, {"n": 2.5}).ok  # a number >= 0, not an integer
+    assert validate_arguments(any_, {"n": 3}).ok
+
+
+@pytest.mark.parametrize(
+    ("keyword", "message"),
+    [
+        ({"pattern": "["}, "pattern '[' is not a regular expression"),
+        ({"minLength": "3"}, "minLength must be a non-negative integer, not '3'"),
+        ({"maxItems": -1}, "maxItems must be a non-negative integer, not -1"),
+        ({"enum": "C"}, "enum must be a list, not 'C'"),
+    ],
+)
+def test_a_schema_that_cannot_be_checked_is_refused_when_compiled(
+    keyword: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        compile_schema({"type": "object", "properties": {"x": keyword}})
