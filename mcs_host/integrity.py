@@ -15,7 +15,6 @@ and shadows of a top-level module (``pkg/`` or ``pkg.<ext>.so`` beside a listed 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import csv
 import hashlib
@@ -38,6 +37,7 @@ __all__ = [
     "TreeScan",
     "editable_source",
     "module_files",
+    "record_hash",
     "resolve_module",
     "scan_installed",
     "scan_wheel",
@@ -153,7 +153,7 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
     try:
         with open(os.path.join(dist_info, "RECORD"), encoding="utf-8", newline="") as f:
             record = f.read()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         finding = Finding("record-invalid", f"{dist_name}/RECORD", f"cannot read RECORD: {exc}")
         return TreeScan(dist_info, None, (finding,))
     rows = list(_rows(record, dist_name, findings))
@@ -187,7 +187,11 @@ def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
             message = f"expected one *.dist-info/RECORD, found {len(records)}"
             return TreeScan(path, None, (Finding("record-invalid", "RECORD", message),))
         dist_name = records[0].split("/")[0]
-        record = archive.read(records[0]).decode("utf-8")
+        try:
+            record = archive.read(records[0]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            finding = Finding("record-invalid", records[0], f"RECORD is not UTF-8: {exc}")
+            return TreeScan(path, None, (finding,))
         rows = {row.path: row for row in _rows(record, dist_name, findings)}
         entries: list[FileEntry] = []
         complete = True
@@ -230,6 +234,12 @@ def _csv_rows(text: str) -> Iterator[list[str]]:
         yield line.split(",") if line else []
 
 
+_RECORD_HASHES = frozenset(
+    {"sha224", "sha256", "sha384", "sha512", "sha3_224", "sha3_256", "sha3_384", "sha3_512"}
+)
+"""The fixed-length hashes of sha256's strength or more (PEP 376 refuses md5 and sha1)."""
+
+
 def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row]:
     """The RECORD rows that are part of the digest; problems go to ``findings``.
 
@@ -259,13 +269,17 @@ def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row
             continue
         seen.add(path)
         algorithm, sep, recorded = hash_field.partition("=")
-        size = int(size_field) if size_field.isdigit() else None
+        size = int(size_field) if size_field.isascii() and size_field.isdigit() else None
         if not sep or not recorded:
             findings.append(Finding("record-invalid", path, f"{path} has no hash in RECORD"))
             algorithm = recorded = ""
-        elif algorithm not in hashlib.algorithms_guaranteed:
+        elif algorithm not in _RECORD_HASHES:
             findings.append(
-                Finding("record-invalid", path, f"{path} has an unknown hash {algorithm!r}")
+                Finding(
+                    "record-invalid",
+                    path,
+                    f"{path} has the hash {algorithm!r} in RECORD; wheels use sha256 or stronger",
+                )
             )
             algorithm = recorded = ""
         yield _Row(path, algorithm, recorded, size)
@@ -310,8 +324,7 @@ def _installed_path(wheel_name: str) -> str | None:
 def _differs(row: _Row, data: bytes) -> bool:
     if row.size is not None and row.size != len(data):
         return True
-    expected = hashlib.new(row.algorithm, data).digest()
-    return base64.urlsafe_b64encode(expected).rstrip(b"=").decode("ascii") != row.recorded
+    return record_hash(hashlib.new(row.algorithm, data).digest()) != row.recorded
 
 
 class _DirectoryGuard:
@@ -382,15 +395,15 @@ def _hash_installed(
         findings.append(Finding("file-modified", row.path, f"{row.path} changed while it was read"))
         return None
     recorded = other if row.algorithm != "sha256" else sha256
-    if _record_hash(recorded) != row.recorded:
+    if record_hash(recorded) != row.recorded:
         findings.append(
             Finding("file-modified", row.path, f"{row.path} does not match its RECORD hash")
         )
     return FileEntry(row.path, sha256.hex(), size)
 
 
-def _record_hash(digest: bytes) -> str:
-    """A digest as RECORD writes it: urlsafe base64 without padding."""
+def record_hash(digest: bytes) -> str:
+    """A digest as a wheel's RECORD writes it: urlsafe base64 without padding."""
     return binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
 
 

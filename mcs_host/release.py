@@ -9,7 +9,6 @@ wheel stays installable). ``lock`` writes the digests into a plain registry file
 
 from __future__ import annotations
 
-import base64
 import csv
 import email.parser
 import hashlib
@@ -36,6 +35,7 @@ from .integrity import (
     SIGNATURE_FILE,
     TreeScan,
     editable_source,
+    record_hash,
     resolve_module,
     scan_installed,
     scan_wheel,
@@ -299,7 +299,7 @@ def _rewrite_wheel(
         for row in csv.reader(io.StringIO(archive.read(record_name).decode("utf-8")))
         if row and row[0] not in (signature_name, record_name)
     ]
-    digest = base64.urlsafe_b64encode(hashlib.sha256(signature).digest()).rstrip(b"=").decode()
+    digest = record_hash(hashlib.sha256(signature).digest())
     rows += [[signature_name, f"sha256={digest}", str(len(signature))], [record_name, "", ""]]
     text = io.StringIO()
     csv.writer(text, lineterminator="\n").writerows(rows)

@@ -204,3 +204,32 @@ def test_record_is_read_as_csv_whatever_its_line_endings_and_quoting(site: Path)
     assert [e.path for e in scan.digest.entries] == sorted(
         [*(e.path for e in clean.entries), "tree_driver/a,b.json"]
     )
+
+
+@pytest.mark.parametrize(
+    ("row", "finding"),
+    [
+        ("tree_driver/__init__.py,shake_128=AAAA,6", "has the hash 'shake_128'"),
+        ("tree_driver/__init__.py,md5=AAAA,6", "has the hash 'md5'"),
+        ("tree_driver/__init__.py,sha256=AAAA,\u00b2", "does not match its RECORD hash"),
+    ],
+    ids=["shake", "md5", "superscript size"],
+)
+def test_a_malformed_record_row_is_a_finding_not_a_crash(
+    site: Path, row: str, finding: str
+) -> None:
+    record = dist_info(site) / "RECORD"
+    lines = [
+        line for line in record.read_text().splitlines() if not line.startswith("tree_driver/__i")
+    ]
+    record.write_text("\n".join([*lines, row]) + "\n")
+    scan = scan_installed(dist_info(site))
+    assert [f.path for f in scan.findings] == ["tree_driver/__init__.py"]
+    assert finding in scan.findings[0].message
+
+
+def test_a_record_that_is_not_utf8_is_a_finding(site: Path) -> None:
+    (dist_info(site) / "RECORD").write_bytes(b"tree_driver/\xff.py,sha256=AAAA,1\n")
+    (finding,) = scan_installed(dist_info(site)).findings
+    assert finding.code == "record-invalid"
+    assert "cannot read RECORD" in finding.message
