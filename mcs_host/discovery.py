@@ -18,6 +18,7 @@ from pathlib import Path
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "LABEL_RULE",
     "PLUGIN_GROUP",
     "Candidate",
     "Discovery",
@@ -26,6 +27,7 @@ __all__ = [
     "discover",
     "installed_distribution",
     "installed_projects",
+    "is_valid_label",
     "normalize_name",
     "parse_entry_points",
     "requires_dist",
@@ -37,8 +39,15 @@ PLUGIN_GROUP = "mcs.host_plugins"
 """The entry point group host plugins register in: ``name = module`` or ``module:object``."""
 
 _LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+LABEL_RULE = "1 to 32 letters, digits, '-' or single '_', starting with a letter or digit"
+"""What a driver's label must be: labels prefix tool names."""
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def is_valid_label(label: str) -> bool:
+    """Whether ``label`` follows :data:`LABEL_RULE`."""
+    return bool(_LABEL.match(label))
 
 
 def normalize_name(name: str) -> str:
@@ -373,12 +382,11 @@ def _candidates(
                     distributions=(candidate.project,),
                 )
             )
-        if not _LABEL.match(label):
+        if not is_valid_label(label):
             problems.append(
                 Problem(
                     "invalid-label",
-                    f"driver {label!r} of {distribution} {version}: a label is 1 to 32 "
-                    "letters, digits, '-' or single '_', starting with a letter or digit",
+                    f"driver {label!r} of {distribution} {version}: a label is {LABEL_RULE}",
                     labels=(label,),
                     distributions=(candidate.project,),
                 )

@@ -10,19 +10,20 @@ required driver that does not mount. Drivers not asked for are never verified no
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from . import __version__
+from ._bounded import Hung, call_bounded
 from .calls import ToolCall
 from .compat import (
     Incompatibility,
@@ -36,11 +37,13 @@ from .contract import Tool, implemented_capabilities
 from .dependencies import check_dependencies, unverified_imports
 from .discovery import (
     ENTRY_POINT_GROUP,
+    LABEL_RULE,
     PLUGIN_GROUP,
     Candidate,
     Discovery,
     declare,
     discover,
+    is_valid_label,
     normalize_name,
 )
 from .hooks import PluginError, plugin_manager, register_plugin
@@ -166,6 +169,8 @@ class Host:
         keywords, or a whole :class:`DriverSettings` (autostart, capabilities, timeout)."""
         if label in self._in_process:
             raise ValueError(f"a driver is already added as {label!r}")
+        if not is_valid_label(label):
+            raise ValueError(f"the label {label!r} is not {LABEL_RULE}")
         if not isinstance(settings, DriverSettings):
             settings = DriverSettings(settings=dict(settings or {}))
         self._in_process[label] = (driver, settings)
@@ -240,12 +245,6 @@ class _Load:
                 ),
             )
         plans, records = self._plan(found)
-        mounts: list[tuple[str, object, tuple[Tool, ...] | None]] = []
-        for plan in plans:
-            record, driver, tools = self._mount(plan, found)
-            records.append(record)
-            if record.status == "mounted":
-                mounts.append((plan.label, driver, tools))
         orchestrator = Orchestrator(
             namespace=self.config.namespace,
             on_unknown="fail",
@@ -254,8 +253,16 @@ class _Load:
             call_timeout=self.config.call_timeout,
             prompts=self.config.prompts,
         )
-        for label, driver, tools in mounts:
-            orchestrator.mount(label, driver, tools)
+        for plan in plans:
+            record, driver, tools = self._mount(plan, found)
+            if record.status == "mounted":
+                try:  # tools listed twice, a schema that cannot be checked
+                    orchestrator.mount(plan.label, driver, tools)
+                except (ValueError, TypeError) as exc:
+                    record = replace(
+                        record, status="failed", reason="invalid-tools", message=str(exc)
+                    )
+            records.append(record)
         errors = self._errors(records, found)
         timings["total"] = time.perf_counter() - started
         report = LoadReport(
@@ -296,7 +303,22 @@ class _Load:
             return records
         found = discover(self.host.search_path, group=PLUGIN_GROUP, require_object=False)
         for candidate in found.candidates:
-            records.append(self._plugin(candidate, found))
+            try:
+                records.append(self._plugin(candidate, found))
+            except Exception as exc:  # anything unforeseen fails this plugin, never the load
+                records.append(
+                    LoadRecord(
+                        candidate.label,
+                        "failed",
+                        "host-error",
+                        f"loading it raised {_summary(exc)}",
+                        candidate.label,
+                        candidate.distribution,
+                        candidate.version,
+                        kind="plugin",
+                        traceback=_trace(exc),
+                    )
+                )
         return records
 
     def _plugin(self, candidate: Candidate, found: Discovery) -> LoadRecord:
@@ -325,7 +347,7 @@ class _Load:
             return replace(base, reason="invalid-plugin", message=str(exc))
         except IntegrityError as exc:
             return replace(base, status="rejected", reason="integrity", message=str(exc))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             return replace(
                 base, reason="import-error", message=_summary(exc), traceback=_trace(exc)
             )
@@ -420,6 +442,9 @@ class _Load:
             candidate.version if candidate else None,
             trust="in-process" if plan.obj is not None else None,
         )
+        if not is_valid_label(plan.label):
+            message = f"the label {plan.label!r} is not {LABEL_RULE}"
+            return replace(record, reason="invalid-label", message=message), None, None
         skipped = self._selected(plan, candidate)
         if skipped is not None:
             return (
@@ -456,6 +481,10 @@ class _Load:
                 None,
                 None,
             )
+        except Exception as exc:  # anything unforeseen fails this mount, never the load
+            message = f"loading it raised {_summary(exc)}"
+            failed = replace(record, reason="host-error", message=message, traceback=_trace(exc))
+            return replace(failed, timings=timings, warnings=tuple(notes)), None, None
         message = f"{len(tools)} tools" if tools is not None else "chained as a standalone driver"
         mounted = replace(
             record,
@@ -513,7 +542,7 @@ class _Load:
                 obj = import_driver(verification)
             except IntegrityError as exc:
                 raise _Refused("rejected", "integrity", str(exc)) from None
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # a module that exits ends only its mount
                 raise _Refused("failed", "import-error", _summary(exc), _trace(exc)) from None
         declared = getattr(obj, "meta", None)
         if declared is not None and not isinstance(declared, property):
@@ -564,7 +593,9 @@ class _Load:
                 )
             autostart = driver.autostart  # type: ignore[attr-defined]
             with _timed(timings, "autostart"):
-                self._call(autostart, timeout, "autostart", dict(settings.autostart_settings))
+                self._call(
+                    partial(autostart, dict(settings.autostart_settings)), timeout, "autostart"
+                )
         health = None
         if self.config.healthcheck and "healthcheck" in meta.capabilities:
             with _timed(timings, "healthcheck"):
@@ -575,7 +606,12 @@ class _Load:
         tools = None
         if is_tool_driver(driver):
             with _timed(timings, "list_tools"):
-                listed = self._call(driver.list_tools, timeout, "list_tools")  # type: ignore[attr-defined]
+                # listed in the worker too: a generator runs its code while it is read
+                listed = self._call(
+                    lambda: _listed(driver.list_tools()),  # type: ignore[attr-defined]
+                    timeout,
+                    "list_tools",
+                )
                 tools = _valid_tools(listed)
             if not tools:
                 raise _Refused("failed", "no-tools", self._no_tools(driver, meta, timeout))
@@ -628,7 +664,10 @@ class _Load:
                     "without declaring it (the registry says so)"
                 )
             if check.status == "pinned" and check.location is not None:
-                verified_importer().register(check.location, check.modules)
+                try:
+                    verified_importer().register(check.location, check.modules)
+                except IntegrityError as exc:
+                    raise _Refused("rejected", "integrity", str(exc)) from None
             elif check.status == "unverified":
                 message = (
                     f"dependency {check.distribution} {check.version} is unverified "
@@ -654,7 +693,7 @@ class _Load:
 
     def _instantiate(self, obj: object, settings: DriverSettings, timeout: float) -> object:
         if isinstance(obj, type) or (callable(obj) and not _looks_like_driver(obj)):
-            return self._call(obj, timeout, "constructor", **settings.settings)
+            return self._call(partial(obj, **settings.settings), timeout, "constructor")
         if settings.settings:
             raise _Refused(
                 "failed",
@@ -671,26 +710,16 @@ class _Load:
             else:
                 raise _Refused("rejected", problem.code, problem.message)
 
-    def _call(
-        self, func: Callable[..., Any], timeout: float, stage: str, *args: Any, **kwargs: Any
-    ) -> Any:
-        """Call ``func`` in a worker thread; give up after ``timeout`` seconds (the thread is
-        left behind, as a hung thread cannot be stopped)."""
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                outcome["value"] = func(*args, **kwargs)
-            except BaseException as exc:  # handed to the caller below
-                outcome["error"] = exc
-
-        worker = threading.Thread(target=work, name=f"mcs-host {stage}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            raise _Refused("failed", "timeout", f"{stage} did not return within {timeout:g} s")
-        if "error" in outcome:
-            error = outcome["error"]
+    def _call(self, func: Callable[[], Any], timeout: float, stage: str) -> Any:
+        """``func()`` bounded by ``timeout`` (a hung call's thread is left behind); what it
+        raises becomes a refusal naming the stage."""
+        try:
+            return call_bounded(func, timeout, stage)
+        except Hung as hung:
+            raise _Refused("failed", "timeout", str(hung)) from None
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # SystemExit included: a driver never ends the host
             hint = (
                 "; settings come from [drivers.<label>.settings] in the host config, "
                 "or --set <label>.<key>=<value>"
@@ -702,8 +731,9 @@ class _Load:
                 if stage == "constructor"
                 else f"{stage.replace('_', '-')}-error"
             )
-            raise _Refused("failed", code, f"{stage} raised {_summary(error)}{hint}", _trace(error))
-        return outcome.get("value")
+            raise _Refused(
+                "failed", code, f"{stage} raised {_summary(error)}{hint}", _trace(error)
+            ) from None
 
     # -- errors --------------------------------------------------------------------------------
 
@@ -729,15 +759,20 @@ class _Load:
         return list(dict.fromkeys(errors))
 
 
+def _listed(value: Any) -> Any:
+    """What ``list_tools`` returned, read into a list when it is a sequence or iterator."""
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
+        return list(value)
+    return value
+
+
 def _valid_tools(listed: Any) -> tuple[Tool, ...]:
-    try:
-        items = list(listed)
-    except TypeError:
+    if not isinstance(listed, list):
         raise _Refused(
             "failed", "invalid-tools", f"list_tools returned {type(listed).__name__}, not a list"
-        ) from None
+        )
     tools = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(listed):
         try:
             tools.append(Tool.coerce(item))
         except (ValueError, ValidationError) as exc:
@@ -747,11 +782,7 @@ def _valid_tools(listed: Any) -> tuple[Tool, ...]:
             raise _Refused(
                 "failed", "invalid-tools", f"tool {index} ({name!r}) is invalid: {exc}"
             ) from None
-    names = [t.name for t in tools]
-    for name in names:
-        if names.count(name) > 1:
-            raise _Refused("failed", "invalid-tools", f"the tool {name!r} is listed twice")
-    return tuple(tools)
+    return tuple(tools)  # names listed twice and bad schemas: the orchestrator refuses them
 
 
 def _looks_like_driver(obj: object) -> bool:

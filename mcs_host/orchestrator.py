@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import __version__
+from ._bounded import Hung, call_bounded
 from .calls import Detection, ToolCall, detect, messages_for
 from .contract import (
     Binding,
@@ -78,24 +79,28 @@ def tool_name(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Mount:
     driver: Any
-    tools: tuple[Tool, ...] | None
-    """``None`` for a standalone MCSDriver, which is chained rather than routed to."""
+    tools: tuple[tuple[Tool, ArgumentValidator], ...] | None
+    """Each tool with its compiled schema; ``None`` for a standalone MCSDriver, which is
+    chained rather than routed to."""
 
 
-def _tools_of(
-    label: str, driver: object, tools: Sequence[Any] | None = None
-) -> tuple[Tool, ...] | None:
-    """The validated tools of a ToolDriver, or ``None`` for a standalone MCSDriver."""
+def _mount(label: str, driver: object, tools: Sequence[Any] | None = None) -> _Mount:
+    """``driver`` with its validated tools and their compiled schemas (once per mount)."""
     if is_tool_driver(driver):
         listed = driver.list_tools() if tools is None else tools  # type: ignore[attr-defined]
         coerced = tuple(Tool.coerce(t) for t in listed)
-        names = [t.name for t in coerced]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"driver {label!r} lists the tool {name!r} twice")
-        return coerced
+        twice = [name for name, n in Counter(t.name for t in coerced).items() if n > 1]
+        if twice:
+            raise ValueError(f"driver {label!r} lists the tool {twice[0]!r} twice")
+        compiled = []
+        for tool in coerced:
+            try:
+                compiled.append((tool, compile_schema(tool.input_schema())))
+            except ValueError as exc:
+                raise ValueError(f"driver {label!r}, tool {tool.name!r}: {exc}") from None
+        return _Mount(driver, tuple(compiled))
     if is_standalone_driver(driver):
-        return None
+        return _Mount(driver, None)
     raise TypeError(
         f"driver {label!r} ({type(driver).__qualname__}) is neither a ToolDriver "
         "(list_tools, execute_tool) nor an MCSDriver (process_llm_response)"
@@ -155,9 +160,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         self._mounted: dict[str, _Mount] = {}
         items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
         for label, driver in items:
-            self._mounted[_check_label(label, self._mounted)] = _Mount(
-                driver, _tools_of(label, driver)
-            )
+            self._mounted[_check_label(label, self._mounted)] = _mount(label, driver)
         self._table = self._build(self._mounted)
 
     # -- mounting ------------------------------------------------------------------------------
@@ -171,7 +174,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         with self._lock:
             mounted = dict(self._mounted)
             label = _check_label(label, mounted)
-            mounted[label] = _Mount(driver, _tools_of(label, driver, tools))
+            mounted[label] = _mount(label, driver, tools)
             self._table = self._build(mounted)
             self._mounted = mounted
 
@@ -187,10 +190,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     def refresh(self) -> None:
         """Ask every mounted driver for its tools again."""
         with self._lock:
-            mounted = {
-                label: _Mount(m.driver, _tools_of(label, m.driver))
-                for label, m in self._mounted.items()
-            }
+            mounted = {label: _mount(label, m.driver) for label, m in self._mounted.items()}
             self._table = self._build(mounted)
             self._mounted = mounted
 
@@ -210,16 +210,20 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
     def _build(self, mounted: Mapping[str, _Mount]) -> _Table:
         owned: list[tuple[str, Any, Tool]] = []
+        validators: list[ArgumentValidator] = []
         chained: list[tuple[str, Any]] = []
         for label, mount in mounted.items():
             if mount.tools is None:
                 chained.append((label, mount.driver))
             else:
-                owned.extend((label, mount.driver, tool) for tool in mount.tools)
+                owned.extend((label, mount.driver, tool) for tool, _ in mount.tools)
+                validators.extend(validator for _, validator in mount.tools)
         finals = self._names(owned)
         routes = {
-            final: _Route(label, driver, tool, compile_schema(tool.input_schema()))
-            for final, (label, driver, tool) in zip(finals, owned, strict=True)
+            final: _Route(label, driver, tool, validator)
+            for final, (label, driver, tool), validator in zip(
+                finals, owned, validators, strict=True
+            )
         }
         tools = tuple(
             tool.model_copy(update={"name": final})
@@ -319,8 +323,16 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             routed = any(c.name in self._table.routes or c.problem for c in detection.calls)
             if routed or self.on_unknown == "fail":
                 return self.execute(detection)
-        for _, driver in self._table.chained:
-            response = DriverResponse.coerce(driver.process_llm_response(llm_response, streaming))
+        for label, driver in self._table.chained:
+            try:
+                response = DriverResponse.coerce(
+                    driver.process_llm_response(llm_response, streaming)
+                )
+            except Exception as exc:  # a chained driver's bug must not reach the client either
+                return DriverResponse(
+                    call_failed=True,
+                    call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}",
+                )
             if not response.is_empty:
                 return response
         return DriverResponse()
@@ -337,6 +349,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
         ``consent`` (default: the orchestrator's) sees each runnable call first.
         """
+        if not detection.calls:
+            return DriverResponse()
         table = self._table
         decide = consent or self.consent
         answers: list[tuple[ToolCall, str, bool]] = []
@@ -345,11 +359,11 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         notes: list[str] = []
         executed = 0
         for detected in detection.calls:
-            outcome, failure, call = self._one(table, detected, decide, notes)
+            outcome, text, failure, call = self._one(table, detected, decide, notes)
             if failure is None:
                 executed += 1
                 results.append(outcome)
-                answers.append((call, _as_text(outcome), False))
+                answers.append((call, text, False))
             else:
                 failures.append(failure)
                 results.append(None)
@@ -377,49 +391,57 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
     def _one(
         self, table: _Table, call: ToolCall, decide: Consent | None, notes: list[str]
-    ) -> tuple[Any, _Failure | None, ToolCall]:
-        """Run one call: ``(result, failure or None, the call as run)``."""
+    ) -> tuple[Any, str, _Failure | None, ToolCall]:
+        """Run one call: ``(result, its text, failure or None, the call as run)``."""
         if call.problem is not None:
-            return None, _Failure(call.name, f"{call.name}: {call.problem}"), call
+            return None, "", _Failure(call.name, f"{call.name}: {call.problem}"), call
         route = table.routes.get(call.name)
         if route is None:
-            return None, _Failure(call.name, f"unknown tool {call.name!r}"), call
+            return None, "", _Failure(call.name, f"unknown tool {call.name!r}"), call
         if call.healed:
             notes.append(f"{call.name}: healed ({', '.join(call.healed)})")
-        checked = route.validator.validate(call.arguments)
-        if not checked.ok:
-            listed = "; ".join(str(p) for p in checked.problems)
-            return None, _Failure(call.name, f"{call.name}: {listed}"), call
-        notes.extend(f"{call.name}: {c}" for c in checked.coerced)
-        call = call.with_arguments(checked.arguments)
+        call, failure = _checked(route, call, notes)
+        if failure is not None:
+            return None, "", failure, call
         if decide is not None:
             verdict = _ask(decide, call)
-            if isinstance(verdict, ToolCall):
-                call = verdict
+            if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
+                edited = table.routes.get(verdict.name)
+                if edited is None:
+                    unknown = _Failure(verdict.name, f"unknown tool {verdict.name!r}")
+                    return None, "", unknown, verdict
+                route = edited
+                call, failure = _checked(route, verdict, notes)
+                if failure is not None:
+                    return None, "", failure, call
             elif verdict is not True:
                 reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
                 message = f"the call of {call.name!r} was not approved{reason}"
-                return None, _Failure(call.name, message, denied=reason or " "), call
-        outcome, error = self._run(route, call)
-        return outcome, (_Failure(call.name, error) if error else None), call
+                return None, "", _Failure(call.name, message, denied=reason or " "), call
+        outcome, text, error = self._run(route, call)
+        return outcome, text, (_Failure(call.name, error) if error else None), call
 
-    def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str | None]:
+    def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str, str | None]:
+        """``(result, its text for the model, None)``, or ``(None, "", why it failed)``."""
         error: BaseException | None = None
         outcome: Any = None
+        text = ""
         try:
-            outcome = _call_with_timeout(
-                route.driver.execute_tool, self.call_timeout, route.tool.name, dict(call.arguments)
-            )
+            outcome = call_bounded(
+                route.driver.execute_tool, self.call_timeout, call.name, route.tool.name,
+                dict(call.arguments),
+            )  # fmt: skip
+            text = _as_text(outcome)  # a result JSON cannot carry fails the call too
         except Exception as exc:  # a driver's bug or failure must not reach the client
             error = exc
         if self.audit is not None:
             self.audit(call, outcome, error)
         if error is None:
-            return outcome, None
-        if isinstance(error, TimeoutError):
-            return None, f"{call.name} did not finish within {self.call_timeout:g} s"
+            return outcome, text, None
+        if isinstance(error, Hung):
+            return None, "", f"{call.name} did not finish within {self.call_timeout:g} s"
         kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
-        return None, f"{call.name} failed: {kind}{error}"
+        return None, "", f"{call.name} failed: {kind}{error}"
 
     def _retry_prompt(self, failures: Sequence[_Failure]) -> str:
         if all(f.denied for f in failures):
@@ -449,25 +471,14 @@ def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
         return f"the consent check failed ({type(exc).__name__}: {exc})"
 
 
-def _call_with_timeout(function: Callable[..., Any], timeout: float | None, *args: Any) -> Any:
-    if timeout is None:
-        return function(*args)
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = function(*args)
-        except BaseException as exc:  # handed over below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, name="mcs-host tool call", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
+    """``call`` with its arguments checked (and coerced) against its tool's schema."""
+    checked = route.validator.validate(call.arguments)
+    if not checked.ok:
+        listed = "; ".join(str(p) for p in checked.problems)
+        return call, _Failure(call.name, f"{call.name}: {listed}")
+    notes.extend(f"{call.name}: {c}" for c in checked.coerced)
+    return call.with_arguments(checked.arguments), None
 
 
 def _as_text(result: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 import pytest
@@ -19,9 +20,13 @@ from sample_drivers import (
 from mcs_host import (
     DriverMeta,
     DriverSettings,
+    Host,
+    HostConfig,
     LoadError,
     SupportsAutostart,
+    Tool,
     ToolCall,
+    ToolParameter,
     hookimpl,
     make_test_host,
 )
@@ -88,10 +93,16 @@ def test_one_broken_driver_is_recorded_and_the_others_mount(
 
 
 def test_a_hanging_list_tools_times_out_and_the_rest_mounts() -> None:
+    class Hanging(HangingTools):
+        release = threading.Event()  # its own, so a rerun hangs again
+
     try:
-        _, report = make_test_host({"hang": HangingTools, "calc": Calculator}, timeout=0.3)
+        _, report = make_test_host(
+            {"hang": Hanging, "calc": Calculator},
+            settings={"hang": DriverSettings(timeout=0.3)},
+        )
     finally:
-        HangingTools.release.set()
+        Hanging.release.set()
     record = report.get("hang")
     assert record is not None
     assert (record.status, record.reason, record.message) == (
@@ -99,8 +110,80 @@ def test_a_hanging_list_tools_times_out_and_the_rest_mounts() -> None:
         "timeout",
         "list_tools did not return within 0.3 s",
     )
-    assert record.timings["list_tools"] >= 0.3
     assert [r.label for r in report.mounted] == ["calc"]
+
+
+class _RaisingMeta(Calculator):
+    @property
+    def meta(self) -> DriverMeta:  # type: ignore[override]
+        raise RuntimeError("meta is computed from a backend that is down")
+
+
+class _ExitingConstructor(Calculator):
+    def __init__(self) -> None:
+        raise SystemExit(3)
+
+
+class _GeneratedTools(Calculator):
+    def list_tools(self) -> Any:
+        yield from super().list_tools()
+        raise ConnectionError("the second page of tools failed")
+
+
+class _BadPattern(Calculator):
+    def list_tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name="grep",
+                description="Find a pattern.",
+                parameters=(
+                    ToolParameter(
+                        name="text", description="Text.", schema={"type": "string", "pattern": "["}
+                    ),
+                ),
+            )
+        ]
+
+
+class _TwiceListed(Calculator):
+    def list_tools(self) -> list[Tool]:
+        return super().list_tools() * 2
+
+
+@pytest.mark.parametrize(
+    ("broken", "reason", "message"),
+    [
+        (_RaisingMeta, "host-error", "RuntimeError: meta is computed from a backend that is down"),
+        (_ExitingConstructor, "constructor-error", "constructor raised SystemExit: 3"),
+        (_GeneratedTools, "list-tools-error", "ConnectionError: the second page of tools failed"),
+        (_BadPattern, "invalid-tools", "driver 'broken', tool 'grep': pattern '['"),
+        (_TwiceListed, "invalid-tools", "driver 'broken' lists the tool 'add' twice"),
+    ],
+    ids=["meta property", "sys.exit", "generator", "schema", "twice"],
+)
+def test_what_a_driver_gets_wrong_fails_its_mount_and_never_the_load(
+    broken: type, reason: str, message: str
+) -> None:
+    driver, report = make_test_host({"broken": broken, "calc": Calculator})
+    record = report.get("broken")
+    assert record is not None
+    assert (record.status, record.reason) == ("failed", reason)
+    assert message in record.message
+    assert [r.label for r in report.mounted] == ["calc"]
+    assert driver.process_llm_response(
+        '{"tool": "add", "arguments": {"a": 1, "b": 2}}'
+    ).call_executed
+
+
+def test_labels_follow_the_label_rule() -> None:
+    host = Host(HostConfig(autoload=False, plugins=False, registries=[]), search_path=[])
+    with pytest.raises(ValueError, match=r"the label 'my\.calc' is not 1 to 32 letters"):
+        host.add_driver("my.calc", Calculator)
+    config = HostConfig(autoload=False, plugins=False, registries=[], drivers={"my.calc": {}})
+    _, report = Host(config, search_path=[]).load()
+    record = report.get("my.calc")
+    assert record is not None
+    assert (record.status, record.reason) == ("failed", "invalid-label")
 
 
 def test_strict_mode_turns_any_failure_into_an_error() -> None:

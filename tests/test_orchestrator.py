@@ -326,3 +326,65 @@ def test_while_streaming_a_call_that_may_go_on_is_not_run_yet() -> None:
     final = stack.process_llm_response(partial)  # the stream ended here: heal and run
     assert final.tool_call_result == 3
     assert final.call_detail == "add: healed (added a missing closing brace)"
+
+
+class _Odd(Calculator):
+    """Results a model cannot be given, and errors that look like the orchestrator's own."""
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        if arguments["a"] == 1:
+            return {(1, 2): "a tuple key"}
+        raise TimeoutError("the backend's socket timed out")
+
+
+def test_a_result_json_cannot_carry_and_a_tools_own_timeout_are_failed_calls() -> None:
+    stack = Orchestrator({"odd": _Odd()})
+    unserializable = stack.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 1}}')
+    assert (unserializable.call_executed, unserializable.call_failed) == (False, True)
+    assert (
+        unserializable.call_detail
+        == "add failed: TypeError: keys must be str, int, float, bool or None, not tuple"
+    )
+    timed_out = stack.process_llm_response('{"tool": "add", "arguments": {"a": 2, "b": 1}}')
+    assert timed_out.call_detail == "add failed: TimeoutError: the backend's socket timed out"
+
+
+class _Crashing(Greeter):
+    def process_llm_response(
+        self, llm_response: str | dict[str, Any], streaming: bool = False
+    ) -> DriverResponse:
+        raise KeyError("state")
+
+
+def test_a_chained_driver_that_raises_is_a_failed_response() -> None:
+    response = Orchestrator({"calc": Calculator(), "crash": _Crashing()}).process_llm_response(
+        "greet:Ann"
+    )
+    assert (response.call_failed, response.call_detail) == (
+        True,
+        "driver 'crash' failed: KeyError: 'state'",
+    )
+
+
+def test_a_call_edited_by_consent_is_checked_and_routed_again() -> None:
+    calc, echo = Calculator(), Echo()
+
+    def consent(call: ToolCall) -> ToolCall:
+        if call.name == "calc__add":
+            return call.with_arguments({"a": "not a number", "b": 1})
+        return ToolCall("calc__add", {"a": 2, "b": 3})
+
+    stack = Orchestrator({"calc": calc, "echo": echo}, consent=consent)
+    invalid = stack.process_llm_response('{"tool": "calc__add", "arguments": {"a": 1, "b": 1}}')
+    assert invalid.call_failed
+    assert invalid.call_detail is not None
+    assert "argument 'a': expected number, got string 'not a number'" in invalid.call_detail
+    assert calc.calls == []
+    rerouted = stack.process_llm_response('{"tool": "echo", "arguments": {"text": "x"}}')
+    assert rerouted.tool_call_result == 5
+    assert calc.calls == [("add", {"a": 2, "b": 3})]
+
+
+def test_executing_a_detection_without_calls_is_the_empty_response() -> None:
+    stack = Orchestrator({"calc": Calculator()})
+    assert stack.execute(stack.detect("No call here.")).is_empty
