@@ -111,6 +111,9 @@ class VerifiedImporter(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         found = self._modules.get(fullname)
         if found is None:
+            parent = fullname.rpartition(".")[0]
+            if parent in self._modules and self._modules[parent][1].package:
+                self._refuse_unverified_child(fullname, parent, path)
             return None
         location, module = found
         origin = os.path.join(location, *module.path.split("/"))
@@ -119,6 +122,19 @@ class VerifiedImporter(importlib.abc.MetaPathFinder):
             origin,
             loader=_VerifiedLoader(fullname, origin, module),
             submodule_search_locations=[os.path.dirname(origin)] if module.package else None,
+        )
+
+    def _refuse_unverified_child(
+        self, fullname: str, parent: str, path: Sequence[str] | None
+    ) -> None:
+        """A module inside a verified package that was not verified with it (planted after
+        verification) is refused; a missing one stays missing, and an extension module
+        (admitted or refused by the trust policy, from the verified listing) loads as usual."""
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+            return
+        raise IntegrityError(
+            f"{fullname} ({spec.origin}) is not among the verified files of {parent}; not imported"
         )
 
 

@@ -754,3 +754,37 @@ def test_sign_registry_writes_an_envelope_the_host_accepts(
     assert done.returncode == 0, done.stdout
     assert "victim_driver: pinned" in done.stdout
     shutil.rmtree(state)
+
+
+def test_a_module_planted_in_a_verified_package_after_verification_never_runs(
+    venv: Venv, install: Installer, marker: Path, state: Path, tmp_path: Path
+) -> None:
+    lazy = "try:\n    from . import speedups\nexcept ImportError:\n    speedups = None\n"
+    project = driver_project(
+        "victim-driver",
+        marker,
+        VICTIM,
+        files={"victim_driver/entry.py": lazy + "from . import Driver\n"},
+        entry_point="victim_driver.entry:Driver",
+    )
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {
+            VICTIM: entry(
+                "victim-driver",
+                "victim_driver",
+                "victim_driver.entry:Driver",
+                releases={"1.0.0": pin(install(project))},
+            )
+        },
+    )
+    planted = venv.site_packages / "victim_driver" / "speedups.py"
+    code = f'open({str(marker)!r}, "a").write("PLANTED ran\\n")\n'
+    plant = f"import pathlib; pathlib.Path({str(planted)!r}).write_text({code!r})"
+    row = result_for(run_host(venv, [registry], state=state, before_import=[plant]))
+    assert (row["status"], row["imported"]) == ("pinned", True)
+    assert planted.exists()
+    assert marker.read_text() == "victim-driver ran\n"  # the verified package ran, not the plant
+    # the control: a plain import does run it
+    assert venv.run("python", "-c", "import victim_driver.entry").returncode == 0
+    assert "PLANTED ran" in marker.read_text()
