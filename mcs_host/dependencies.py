@@ -147,6 +147,8 @@ def _check(
         reason = first.code if first else "unreadable"
         message = first.message if first else f"the files of {name} could not all be read"
         return _with(base, "rejected", reason, message)
+    for conflict in index.conflicts.get(project, ()):
+        return _with(base, "rejected", "registry-conflict", conflict)
     entry = _entry(index, project)
     if entry is None:
         return _with(base, "unverified", "not-in-registry", f"no registry pins {name}")

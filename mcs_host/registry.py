@@ -251,17 +251,40 @@ class RegistryState:
 
     def last(self, fingerprint: str) -> tuple[int, str] | None:
         entry = self._read().get(fingerprint)
-        return (int(entry["version"]), str(entry["sha256"])) if entry else None
+        if not entry:
+            return None
+        try:
+            return int(entry["version"]), str(entry["sha256"])
+        except (KeyError, TypeError, ValueError):
+            raise RegistryError(
+                "state-unreadable", f"{self.path}: the entry {fingerprint} is damaged"
+            ) from None
 
-    def accept(self, fingerprint: str, version: int, sha256: str) -> None:
+    def signed_before(self, path: str) -> bool:
+        """Whether a signed registry was accepted from ``path`` (its real path)."""
+        return os.path.realpath(path) in self._read().get("signed-paths", {})
+
+    def accept(self, fingerprint: str, version: int, sha256: str, path: str) -> None:
+        """Remember the version accepted for ``fingerprint``, and that ``path`` is signed."""
         data = self._read()
-        data[fingerprint] = {"version": version, "sha256": sha256}
-        directory = os.path.dirname(self.path)
-        os.makedirs(directory, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=directory, prefix=".registry-state-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-        os.replace(temporary, self.path)
+        paths = data.setdefault("signed-paths", {})
+        real = os.path.realpath(path)
+        entry = {"version": version, "sha256": sha256}
+        if data.get(fingerprint) == entry and paths.get(real) == fingerprint:
+            return  # nothing new: a read-only state directory does not stop verification
+        data[fingerprint] = entry
+        paths[real] = fingerprint
+        try:
+            directory = os.path.dirname(self.path)
+            os.makedirs(directory, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=directory, prefix=".registry-state-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2, sort_keys=True)
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            raise RegistryError(
+                "state-unwritable", f"{self.path}: cannot record the registry state: {exc}"
+            ) from None
 
     def _read(self) -> dict[str, dict[str, Any]]:
         try:
@@ -318,6 +341,12 @@ def load_registry(
         if registry.expires is None:
             raise RegistryError("invalid", f"{source.path}: a signed registry must set expires")
     else:
+        if (state if state is not None else RegistryState()).signed_before(source.path):
+            raise RegistryError(
+                "unsigned",
+                f"{source.path} was a signed registry when this host last accepted it; "
+                "a plain file in its place is refused",
+            )
         registry = _parse(source.path, data)
     if registry.expires is not None and registry.expires <= moment:
         raise RegistryError("expired", f"{source.path}: expired at {registry.expires.isoformat()}")
@@ -369,7 +398,7 @@ def _check_rollback(
                 f"{source.path}: version {version} differs from the version {version} this "
                 "host accepted; a changed registry must raise its version",
             )
-    state.accept(source.fingerprint, registry.version, sha256)
+    state.accept(source.fingerprint, registry.version, sha256, source.path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,14 @@ DRIVERS = {
     "declares": (["mcs-host", "helper-lib"], "from helper_lib import ANSWER"),
     "sneaky": (["mcs-host"], "from sneaky_lib import ANSWER"),
     "absent": (["mcs-host", "absent-lib"], "ANSWER = 0"),
+    # rewrites its library between the host's checks and its own import of it (when asked to)
+    "swapper": (["mcs-host", "helper-lib"], "{swap}from helper_lib import ANSWER"),
 }
+SWAP = """import importlib.util, os, pathlib
+if os.environ.get("SWAP_HELPER_LIB"):
+    target = pathlib.Path(importlib.util.find_spec("helper_lib").origin)
+    target.write_text(target.read_text() + "pathlib.Path({markers!r}, 'swapped').touch()\\n")
+"""
 
 
 def _library(name: str, markers: Path) -> Project:
@@ -50,8 +57,9 @@ def _library(name: str, markers: Path) -> Project:
 def _driver(label: str, markers: Path) -> Project:
     dependencies, imports = DRIVERS[label]
     package = f"{label}_driver"
+    swap = SWAP.format(markers=str(markers))
     code = MARK.format(markers=str(markers), name=label) + DRIVER.format(
-        imports=imports, name=label
+        imports=imports.format(swap=swap), name=label
     )
     manifest = {"id": f"{label}-id", "name": label, "version": "1.0.0"}
     return Project(
@@ -93,15 +101,21 @@ def scene(
 
 
 def load(
-    scene: dict[str, Any], tmp_path: Path, registry: str, config: str = ""
+    scene: dict[str, Any],
+    tmp_path: Path,
+    *registries: str,
+    config: str = "",
+    env: dict[str, str] | None = None,
+    labels: tuple[str, ...] = (),
 ) -> dict[str, tuple[str, str, list[str]]]:
     for marker in scene["markers"].iterdir():
         marker.unlink()
     config_file = tmp_path / "mcs-host.toml"
-    config_file.write_text(f"registries = [{str(scene['root'] / registry)!r}]\n{config}")
+    paths = [str(scene["root"] / registry) for registry in registries]
+    config_file.write_text(f"registries = {paths!r}\n{config}")
     done = scene["venv"].run(
-        "mcs-host", "load", "--json", "--config", config_file,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+        "mcs-host", "load", "--json", "--config", config_file, *labels,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state"), **(env or {})},
     )  # fmt: skip
     assert done.stdout, done.stderr
     report = json.loads(done.stdout)
@@ -131,7 +145,7 @@ def test_an_unpinned_dependency_is_reported_and_refused_under_the_strict_policy(
         for w in warnings
     ), warnings
 
-    found = load(scene, tmp_path, "drivers-only.json", '[trust]\ndependencies = "refuse"\n')
+    found = load(scene, tmp_path, "drivers-only.json", config='[trust]\ndependencies = "refuse"\n')
     status, reason, _ = found["declares"]
     assert (status, reason) == ("rejected", "unverified-dependency")
     # refused before import: neither the driver nor its library ran
@@ -160,8 +174,41 @@ def test_an_undeclared_import_from_an_unverified_distribution_is_named(
     assert "unverified-import: imported sneaky_lib from sneaky-lib, which is not verified" in (
         warnings
     )
-    found = load(scene, tmp_path, "with-library.json", '[trust]\ndependencies = "refuse"\n')
+    found = load(scene, tmp_path, "with-library.json", config='[trust]\ndependencies = "refuse"\n')
     assert found["sneaky"][:2] == ("rejected", "unverified-import")
+    assert "sneaky-lib" in ran(scene)  # refused after its import: that code has run
+
+
+def test_a_library_swapped_after_its_checks_is_not_imported(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    (init,) = scene["venv"].site_packages.glob("helper_lib/__init__.py")
+    original = init.read_text()
+    try:
+        # alone: a driver loaded before it would have imported the library already
+        found = load(
+            scene, tmp_path, "with-library.json", env={"SWAP_HELPER_LIB": "1"}, labels=("swapper",)
+        )
+        assert "swapped" in init.read_text()
+    finally:
+        init.write_text(original)
+    status, reason, _ = found["swapper"]
+    assert (status, reason) == ("rejected", "integrity")
+    assert "swapper" in ran(scene)  # the driver ran up to its import of the library
+    assert not {"helper-lib", "swapped"} & ran(scene)  # neither library version ran
+
+
+def test_registries_that_disagree_about_a_library_refuse_the_driver(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    document = json.loads((scene["root"] / "with-library.json").read_text())
+    (pin,) = document["libraries"]["helper-lib"]["releases"].values()
+    pin["digest"] = "sha256:" + "0" * 64
+    (scene["root"] / "disagreeing.json").write_text(json.dumps(document))
+    found = load(scene, tmp_path, "with-library.json", "disagreeing.json")
+    status, reason, _ = found["declares"]
+    assert (status, reason) == ("rejected", "dependency-rejected")
+    assert not {"declares", "helper-lib"} & ran(scene)
 
 
 def test_a_missing_dependency_fails_before_import(scene: dict[str, Any], tmp_path: Path) -> None:

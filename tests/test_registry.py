@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,35 @@ def test_signed_registries_need_keys_expiry_and_a_rising_version(tmp_path: Path)
     moved.write_bytes(older.read_bytes())
     with pytest.raises(RegistryError, match="older"):
         load_registry(RegistrySource(str(moved), keys, 2), state)
+
+
+def test_a_plain_file_in_place_of_a_signed_registry_is_refused(tmp_path: Path) -> None:
+    key = PrivateKey.generate()
+    state = RegistryState(tmp_path / "state" / "state.json")
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    path = signed(tmp_path / "index.json", doc, [key])
+    source = RegistrySource(str(path), (key.public_key,), 1)
+    assert load_registry(source, state).version == 1
+    inode = os.stat(state.path).st_ino
+    assert load_registry(source, state).version == 1
+    assert os.stat(state.path).st_ino == inode  # nothing new, nothing written
+    write(path, doc)  # the attacker's downgrade: the same document, unsigned
+    with pytest.raises(RegistryError, match="was a signed registry when this host last") as caught:
+        load_registry(source, state)
+    assert caught.value.reason == "unsigned"
+    # a host that never saw it signed cannot tell (trust on first use, like the rollback check)
+    assert load_registry(source, RegistryState(tmp_path / "other.json")).version == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a directory even root cannot write")
+def test_a_state_that_cannot_be_written_is_a_registry_error(tmp_path: Path) -> None:
+    key = PrivateKey.generate()
+    state = RegistryState("/proc/mcs-host-registry-state.json")
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    source = RegistrySource(str(signed(tmp_path / "index.json", doc, [key])), (key.public_key,), 1)
+    with pytest.raises(RegistryError, match="cannot record the registry state") as caught:
+        load_registry(source, state)
+    assert caught.value.reason == "state-unwritable"
 
 
 def test_load_index_leaves_out_a_broken_registry_and_says_why(tmp_path: Path) -> None:
