@@ -50,6 +50,6 @@ def _plain_list(args: list[str]) -> tuple[bool, list[Path]] | None:
             paths.append(Path(arg.removeprefix("--path=")))
         else:
             return None
-    if any(os.path.isfile(p) or not str(p) for p in paths):
+    if any(os.path.isfile(p) for p in paths):
         return None  # typer's error message names the file
     return as_json, paths

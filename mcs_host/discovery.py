@@ -13,8 +13,10 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where needed: importlib.metadata costs mcs-host list ~25 ms
+    from importlib import metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -230,6 +232,9 @@ def requires_dist(metadata_path: str) -> list[str]:
     from the header of its METADATA (an ``.egg-info`` without one: as importlib reads it)."""
     path = os.path.join(metadata_path, "METADATA")
     if not os.path.exists(path):
+        from importlib import metadata  # noqa: PLC0415 - an .egg-info, rarely met
+        from pathlib import Path  # noqa: PLC0415
+
         return metadata.PathDistribution(Path(metadata_path)).requires or []
     found = []
     try:
@@ -251,7 +256,8 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
     seen: set[str] = set()
     for entry in search:
         if entry and not os.path.isdir(entry):
-            yield from _served(entry, name)  # a zip file, or nothing
+            if os.path.isfile(entry):
+                yield from _served(entry, name)  # a zip file
             continue
         base = entry or "."
         try:
@@ -278,7 +284,9 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
 
 
 def _served(entry: str, name: str | None) -> Iterator[_Installed]:
-    """Distributions in a search path entry that is not a directory, as importlib finds them."""
+    """Distributions in a search path entry that is a file (a zip), as importlib finds them."""
+    from importlib import metadata  # noqa: PLC0415 - only for zip files on the path
+
     found = (
         metadata.distributions(path=[entry])
         if name is None
