@@ -337,7 +337,10 @@ def test_an_unreadable_object_in_prose_with_no_call_in_it_is_prose() -> None:
     ("output", "expected"),
     [
         ("[" * 100_000 + "]" * 100_000, None),
-        ('{"tool": "add", "arguments": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+        (
+            '{"tool": "add", "arguments": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+            "nested too deeply",
+        ),
         ("<|python_tag|>add(a={[1]: 2})", "an argument is not a literal value"),
         ("<|python_tag|>add(a=1)\x00", "not a readable call list"),
         ({"role": "assistant", "content": None, "tool_calls": 5}, "tool_calls is not a list"),
