@@ -175,6 +175,7 @@ if TYPE_CHECKING:
         ReleaseEntry,
         TrustIndex,
         default_registry_paths,
+        is_envelope,
         load_index,
         load_registry,
     )
@@ -356,6 +357,7 @@ _EXPORTS = {
     "installed_projects": "discovery",
     "is_complete": "streaming",
     "is_complete_tool_call": "streaming",
+    "is_envelope": "registry",
     "is_reference_driver": "reference",
     "is_semver": "contract",
     "is_standalone_driver": "orchestrator",
@@ -525,6 +527,7 @@ __all__ = [
     "installed_projects",
     "is_complete",
     "is_complete_tool_call",
+    "is_envelope",
     "is_reference_driver",
     "is_semver",
     "is_standalone_driver",

@@ -405,6 +405,7 @@ def lock_drivers(
         Registry,
         RegistryError,
         default_registry_paths,
+        is_envelope,
     )
     from .release import (
         Release,
@@ -424,7 +425,7 @@ def lock_drivers(
     try:
         with open(target, encoding="utf-8") as f:
             text = f.read()
-        if '"payloadType"' in text:
+        if is_envelope(text):
             _fail(f"{target} is a signed registry; lock writes plain registry files only")
         current = Registry.model_validate_json(text)
     except FileNotFoundError:
@@ -462,10 +463,9 @@ def lock_drivers(
             replace=replace,
             publisher_keys=publisher_keys or (),
         )
+        updated.save(target)
     except (ValueError, OSError, zipfile.BadZipFile, RegistryError) as exc:
         _fail(str(exc))
-    with open(target, "w", encoding="utf-8") as f:
-        f.write(updated.dump())
     for release in releases:
         pin = release.pin()
         typer.echo(
@@ -547,12 +547,12 @@ def sign_registry(
     ],
 ) -> None:
     """Sign a registry's exact bytes into a DSSE envelope (for a shared index)."""
-    from .registry import REGISTRY_PAYLOAD_TYPE, Registry
+    from .registry import REGISTRY_PAYLOAD_TYPE, Registry, is_envelope
     from .signing import Envelope, PrivateKey, SignatureError
 
     data = source.read_bytes()
     try:
-        if b'"payloadType"' in data:
+        if is_envelope(data):
             envelope = Envelope.from_json(data, os.fspath(source))
         else:
             envelope = Envelope(REGISTRY_PAYLOAD_TYPE, data)
@@ -687,9 +687,10 @@ def _report_text(report: LoadReport, loaded: Loaded | None) -> str:
         if r.status != "mounted":
             lines.append(f"{r.label}: {r.reason}: {r.message}")
         lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
-    if loaded is not None and loaded.driver.list_tools():
+    tools = loaded.driver.list_tools() if loaded is not None else []
+    if loaded is not None and tools:
         lines.append("Tools:")
-        for tool in loaded.driver.list_tools():
+        for tool in tools:
             label, own = loaded.driver.route(tool.name)
             lines.append(f"  {tool.name}  ({label}: {own})")
     lines += [f"error: {e}" for e in report.errors]

@@ -9,9 +9,11 @@ revocations, and can only narrow versions, never widen them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ __all__ = [
     "ReleaseEntry",
     "TrustIndex",
     "default_registry_paths",
+    "is_envelope",
     "load_index",
     "load_registry",
 ]
@@ -210,6 +213,43 @@ class Registry(_Strict):
         data["format"] = self.format
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`dump` to ``path``, replacing the file whole (never half written)."""
+        _write_atomic(os.fspath(path), self.dump())
+
+
+def is_envelope(data: bytes | str) -> bool:
+    """Whether a registry file's text is a signed envelope rather than a plain registry."""
+    try:
+        return _envelope_shaped(json.loads(data))
+    except ValueError:
+        return False
+
+
+def _envelope_shaped(document: object) -> bool:
+    return isinstance(document, dict) and "payloadType" in document
+
+
+def _write_atomic(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
 
 def _version_of(text: str) -> Version:
     try:
@@ -275,12 +315,7 @@ class RegistryState:
         data[fingerprint] = entry
         paths[real] = fingerprint
         try:
-            directory = os.path.dirname(self.path)
-            os.makedirs(directory, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=directory, prefix=".registry-state-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-            os.replace(temporary, self.path)
+            _write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True))
         except OSError as exc:
             raise RegistryError(
                 "state-unwritable", f"{self.path}: cannot record the registry state: {exc}"
@@ -334,7 +369,7 @@ def load_registry(
         raise RegistryError("unreadable", f"{source.path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise RegistryError("invalid", f"{source.path}: not JSON: {exc}") from None
-    signed = isinstance(document, dict) and "payloadType" in document
+    signed = _envelope_shaped(document)
     if signed:
         payload = _open_envelope(source, data)
         registry = _parse(source.path, payload)

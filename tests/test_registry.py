@@ -20,6 +20,7 @@ from mcs_host.registry import (
     RegistryState,
     TrustIndex,
     default_registry_paths,
+    is_envelope,
     load_index,
     load_registry,
 )
@@ -156,6 +157,31 @@ def test_signed_registries_need_keys_expiry_and_a_rising_version(tmp_path: Path)
     moved.write_bytes(older.read_bytes())
     with pytest.raises(RegistryError, match="older"):
         load_registry(RegistrySource(str(moved), keys, 2), state)
+
+
+def test_envelopes_are_told_from_plain_registries_by_their_shape(tmp_path: Path) -> None:
+    key = PrivateKey.generate()
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    assert is_envelope(signed(tmp_path / "s.json", doc, [key]).read_bytes())
+    assert not is_envelope(json.dumps(doc))
+    # a plain registry that merely mentions the word is still a plain registry
+    doc["drivers"]["id-1"]["description"] = '"payloadType"'
+    assert not is_envelope(json.dumps(doc))
+    assert not is_envelope("not json {")
+    assert not is_envelope('["payloadType"]')
+
+
+def test_save_writes_the_dump_whole_and_keeps_the_file_mode(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.json", registry())
+    path.chmod(0o640)
+    loaded = load_registry(RegistrySource(str(path)))
+    loaded.save(path)
+    assert path.read_text() == loaded.dump()
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary left behind
+    fresh = tmp_path / "new" / "r.json"
+    loaded.save(fresh)
+    assert load_registry(RegistrySource(str(fresh))).drivers == loaded.drivers
 
 
 def test_a_plain_file_in_place_of_a_signed_registry_is_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -683,6 +684,7 @@ def test_lock_refuses_a_typosquat_and_a_silent_repin(
     squat = build_wheel(
         driver_project("victim-drivers", marker, VICTIM).write(tmp_path / "s"), tmp_path / "sw"
     )
+    before = registry.read_bytes()
     done = venv.run("mcs-host", "lock", "--registry", registry, "--wheel", squat)
     assert done.returncode == 2
     assert (
@@ -696,6 +698,8 @@ def test_lock_refuses_a_typosquat_and_a_silent_repin(
     done = venv.run("mcs-host", "lock", "--registry", registry, "--wheel", other)
     assert done.returncode == 2
     assert "victim-driver 1.0.0 is already pinned as sha256:" in done.stderr
+    assert registry.read_bytes() == before  # a refused lock writes nothing
+    registry.chmod(0o640)
     assert (
         venv.run(
             "mcs-host", "lock", "--registry", registry, "--wheel", other, "--replace"
@@ -706,6 +710,7 @@ def test_lock_refuses_a_typosquat_and_a_silent_repin(
         json.loads(registry.read_text())["drivers"][VICTIM]["releases"]["1.0.0"]["digest"]
         == pin(other)["digest"]
     )
+    assert stat.S_IMODE(registry.stat().st_mode) == 0o640  # rewritten in place of the old file
 
 
 def test_the_keygen_command_refuses_to_overwrite_a_key(venv: Venv, tmp_path: Path) -> None:
