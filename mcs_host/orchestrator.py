@@ -38,6 +38,7 @@ from .contract import (
     ToolCallSignaling,
     ToolError,
     UnknownToolError,
+    implemented_capabilities,
 )
 from .formats import Provider, native_tools
 from .prompting import Prompts, render_tools
@@ -267,6 +268,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             version=__version__,
             bindings=tuple(bindings),
             target_llms=("*",),
+            capabilities=tuple(sorted(implemented_capabilities(self))),
         )
 
     def list_tools(self) -> list[Tool]:
@@ -314,7 +316,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return is_complete_tool_call(text, self._table.routes)
 
     def process_llm_response(
-        self, llm_response: str | dict[str, Any], streaming: bool = False
+        self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
     ) -> DriverResponse:
         detection = self.detect(llm_response)
         if streaming and detection.found and not is_complete(detection):
