@@ -80,6 +80,18 @@ def test_environment_then_overrides_win_over_the_file(tmp_path: Path) -> None:
     assert overridden.trust.allow_unverified is False
 
 
+@pytest.mark.parametrize("value", ["1", "true", "Yes", " ON "])
+def test_an_environment_flag_turns_on_what_the_file_turned_off(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "mcs-host.toml"
+    path.write_text("strict = false\n[trust]\nallow_extensions = false\n")
+    env = {"MCS_HOST_CONFIG": str(path), "MCS_HOST_STRICT": value}
+    env["MCS_HOST_ALLOW_EXTENSIONS"] = value
+    config = load_config(environ=env)
+    assert (config.strict, config.trust.allow_extensions) == (True, True)
+    with pytest.raises(ConfigError, match="MCS_HOST_STRICT='maybe': use 1/0"):
+        load_config(environ={**env, "MCS_HOST_STRICT": "maybe"})
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -47,8 +47,20 @@ def test_well_made_drivers_have_no_errors(driver: type) -> None:
     assert {"no-manifest", "no-trust-manifest"} <= set(codes(results, "warning"))
 
 
+class Rooted(Calculator):
+    """A driver that cannot be made without its settings."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.root = root
+
+
 def test_an_instance_is_checked_as_it_is() -> None:
-    assert codes(check_driver(Echo(prefix="> "))) == []
+    # the class alone cannot be made; an instance is used as it is, never made again
+    assert codes(check_driver(Rooted)) == ["constructor"]
+    driver = Rooted("/srv")
+    assert codes(check_driver(driver)) == []
+    assert driver.calls  # the checks ran against this very instance
 
 
 def test_settings_reach_the_constructor() -> None:

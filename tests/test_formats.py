@@ -11,17 +11,16 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic.types as anthropic_types
+import google.genai.types as genai_types
+import ollama
+import openai.types.chat as openai_chat
+import openai.types.responses as openai_responses
 import pytest
 from pydantic import TypeAdapter
 from sample_drivers import Calculator, Speaker
 
 from mcs_host import DriverResponse, Orchestrator
-
-openai_chat = pytest.importorskip("openai.types.chat")
-openai_responses = pytest.importorskip("openai.types.responses")
-anthropic_types = pytest.importorskip("anthropic.types")
-genai_types = pytest.importorskip("google.genai.types")
-ollama = pytest.importorskip("ollama")
 
 
 def stack() -> Orchestrator:
@@ -264,7 +263,7 @@ def test_ollama_tool_calls(stringified: bool) -> None:
     assert response.messages[1] == {"role": "tool", "content": "4.0", "tool_name": "add"}
 
 
-TOOL_LISTS = {
+TOOL_LISTS: dict[str, TypeAdapter[Any]] = {
     "openai": TypeAdapter(openai_chat.ChatCompletionToolParam),
     "openai-responses": TypeAdapter(openai_responses.FunctionToolParam),
     "anthropic": TypeAdapter(anthropic_types.ToolParam),

@@ -337,6 +337,29 @@ def test_plugins_approve_audit_and_see_the_report() -> None:
     assert plugin.audited == [("calc__add", 3.0, None)]
 
 
+class Approver:
+    @hookimpl
+    def mcs_host_consent(self, call: ToolCall) -> bool:
+        return True
+
+
+class OfficeHours:
+    @hookimpl
+    def mcs_host_consent(self, call: ToolCall) -> str | None:
+        return "outside office hours" if call.name == "echo" else None
+
+
+def test_one_denial_with_a_reason_wins_over_an_approval() -> None:
+    driver, _ = make_test_host(
+        {"calc": Calculator, "echo": Echo}, plugins=[Approver(), OfficeHours()]
+    )
+    denied = driver.process_llm_response('{"tool": "echo", "arguments": {"text": "x"}}')
+    assert not denied.call_executed
+    assert denied.call_detail == "the call of 'echo' was not approved: outside office hours"
+    ran = driver.process_llm_response('{"tool": "calc__add", "arguments": {"a": 1, "b": 2}}')
+    assert ran.tool_call_result == 3
+
+
 class UnknownHookPlugin:
     @hookimpl
     def mcs_host_before_everything(self) -> None:

@@ -171,7 +171,9 @@ def load(scene: dict[str, Any], tmp_path: Path) -> Loader:
         for marker in scene["markers"].iterdir():
             marker.unlink()
         config_file = tmp_path / "mcs-host.toml"
-        config_file.write_text(f"registries = [{str(scene['registry'])!r}]\ntimeout = 1\n{config}")
+        config_file.write_text(
+            f"registries = [{str(scene['registry'])!r}]\n{config}\n[drivers.hang]\ntimeout = 1\n"
+        )  # only the driver that hangs gets a short timeout: a per-driver setting must reach it
         done = scene["venv"].run("mcs-host", "load", "--json", "--config", config_file, *args)
         assert done.stdout, done.stderr
         return done.returncode, json.loads(done.stdout)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from mcs.driver import core
 from pydantic import ValidationError
 
 from mcs_host import Binding, DriverMeta, DriverResponse, Tool, ToolParameter
-
-core = pytest.importorskip("mcs.driver.core", reason="mcs-driver-core is a test dependency")
 
 
 def test_reference_meta_converts_with_supported_llms_as_target_llms() -> None:

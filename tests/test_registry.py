@@ -302,7 +302,9 @@ def test_an_entry_is_found_by_id_else_by_distribution_and_label() -> None:
             )
         ]
     )
-    assert index.find("id-3", "acme-weather", "weather") is not None
+    by_id = index.find("id-3", "acme-weather", "weather")
+    assert by_id is not None
+    assert by_id[0] == "id-3"  # the id decides, not the distribution and label
     found = index.find(None, "acme-weather", "radar")
     assert found is not None
     assert found[0] == "id-2"

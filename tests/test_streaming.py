@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import anthropic.types as anthropic_types
+import openai.types.chat as openai_chat
+import openai.types.responses as openai_responses
 import pytest
+from pydantic import TypeAdapter
 from sample_drivers import Calculator, Speaker
 
 from mcs_host import (
@@ -15,10 +20,6 @@ from mcs_host import (
     ToolCallSignaling,
     might_be_tool_call,
 )
-
-openai_chat = pytest.importorskip("openai.types.chat")
-openai_responses = pytest.importorskip("openai.types.responses")
-anthropic_types = pytest.importorskip("anthropic.types")
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_might_be_tool_call_is_a_cheap_check_on_the_tail(partial: str, expected:
 def test_the_orchestrator_signals_and_confirms_complete_calls() -> None:
     stack = Orchestrator({"calc": Calculator()})
     assert isinstance(stack, ToolCallSignaling)
-    assert "tcs" not in stack.meta.capabilities or stack.might_be_tool_call("{")
+    assert "tcs" in stack.meta.capabilities  # what it implements, it declares
     text = 'Adding now: {"tool": "add", "arguments": {"a": 1, "b": 2}}'
     for cut in (14, 30, len(text) - 1):
         assert stack.might_be_tool_call(text[:cut])
@@ -144,12 +145,10 @@ def test_responses_events_add_up_to_the_output_items() -> None:
             "delta": ' "streamed"}',
         },
     ]
-    adapter = openai_responses.ResponseStreamEvent
+    adapter: TypeAdapter[Any] = TypeAdapter(openai_responses.ResponseStreamEvent)
     stream = ResponsesStream()
-    from pydantic import TypeAdapter
-
     for event in events:
-        stream.add(TypeAdapter(adapter).validate_python(event))
+        stream.add(adapter.validate_python(event))
     output = stream.result()
     assert output["output"][0]["arguments"] == '{"text": "streamed"}'
     response = Orchestrator({"speaker": Speaker()}).process_llm_response(output)
@@ -234,4 +233,11 @@ def test_a_stream_cut_mid_arguments_is_reported_not_run() -> None:
     assert response.call_failed
     assert "cut off" in (response.call_detail or "")
     assert calc.calls == []
-    assert json.dumps(response.messages)  # still a history that can be sent back
+    # still a history that can be sent back: the cut-off answer, then the reason it was not run
+    history = json.loads(json.dumps(response.messages))
+    assert [m["role"] for m in history] == ["assistant", "user"]
+    (result,) = history[-1]["content"]  # answered as the Anthropic tool_result it asked for
+    assert result["type"] == "tool_result"
+    assert result["tool_use_id"] == "toolu_1"
+    assert result["is_error"] is True
+    assert "cut off" in result["content"]
