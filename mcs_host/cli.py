@@ -183,15 +183,11 @@ def _config(
         if not sets:
             return loaded
         drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
-        for item in sets:
-            target, sep, raw = item.partition("=")
+        for target, value in _settings_from(sets, "LABEL.KEY=VALUE").items():
             label, dot, key = target.partition(".")
-            if not (sep and dot and label and key):
-                raise typer.BadParameter(f"{item!r} is not LABEL.KEY=VALUE", param_hint="--set")
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw
+            if not (dot and label and key):
+                message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
+                raise typer.BadParameter(message, param_hint="--set")
             drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
         return HostConfig.model_validate(
             {**loaded.model_dump(), "drivers": drivers, "source": loaded.source}
@@ -318,6 +314,20 @@ def _verify_text(
 
 def _parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
     return _parse_pairs(ids, "--id")
+
+
+def _settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
+    """``--set`` items as settings: the value is JSON, else the text itself ("" when empty)."""
+    settings: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{item!r} is not {form}", param_hint="--set")
+        try:
+            settings[key] = json.loads(raw)
+        except ValueError:
+            settings[key] = raw
+    return settings
 
 
 def _parse_pairs(items: Sequence[str] | None, option: str) -> dict[str, str]:
@@ -819,12 +829,7 @@ def check_command(
     """
     from .conformance import check_driver
 
-    settings: dict[str, Any] = {}
-    for key, raw in _parse_pairs(sets, "--set").items():
-        try:
-            settings[key] = json.loads(raw)
-        except ValueError:
-            settings[key] = raw
+    settings = _settings_from(sets, "KEY=VALUE")
     try:
         drivers = _drivers_to_check(target, path)
     except (ImportError, AttributeError, ValueError, OSError) as exc:

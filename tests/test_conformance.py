@@ -245,6 +245,15 @@ def test_check_an_installed_driver_by_label() -> None:
     done = _cli("check", "files", "--set", "root=.")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("files: passes")
+    bad = _cli("check", "files", "--set", "root")
+    assert bad.returncode == 2
+    assert "'root' is not KEY=VALUE" in bad.stderr
+
+
+def test_load_settings_must_name_a_driver() -> None:
+    done = _cli("load", "--set", "nodot=1")
+    assert done.returncode == 2
+    assert "'nodot' names no driver setting: use LABEL.KEY=VALUE" in done.stderr
 
 
 def test_check_reports_errors_and_exits_1(tmp_path: Path) -> None:
