@@ -66,11 +66,14 @@ def victim(marker: Path, version: str = "1.0.0") -> Project:
     return driver_project("victim-driver", marker, VICTIM, version)
 
 
-def pinned_registry(path: Path, wheel: Path, **fields: Any) -> Path:
-    victim_entry = entry(
-        "victim-driver", "victim_driver", "victim_driver:Driver", releases={"1.0.0": pin(wheel)}
-    )
+def victim_registry(path: Path, **fields: Any) -> Path:
+    """A registry with the victim driver's entry, ``fields`` added to it."""
+    victim_entry = entry("victim-driver", "victim_driver", "victim_driver:Driver")
     return write_registry(path, {VICTIM: {**victim_entry, **fields}})
+
+
+def pinned_registry(path: Path, wheel: Path, **fields: Any) -> Path:
+    return victim_registry(path, releases={"1.0.0": pin(wheel)}, **fields)
 
 
 def result_for(result: dict[str, Any], label: str = "victim_driver") -> dict[str, Any]:
@@ -171,16 +174,8 @@ def test_a_wheel_signed_with_mcs_host_sign_installs_and_verifies_as_signed(
     assert pin(wheel)["digest"] == unsigned_digest  # the signature file is outside the digest
     assert scan_wheel(wheel).findings == ()  # RECORD lists the signature: a valid wheel
     venv.install(wheel, wheelhouse=wheelhouse)
-    registry = write_registry(
-        tmp_path / "registry.json",
-        {
-            VICTIM: entry(
-                "victim-driver",
-                "victim_driver",
-                "victim_driver:Driver",
-                publisher_keys=[{"key": public, "name": "Fixture Co"}],
-            )
-        },
+    registry = victim_registry(
+        tmp_path / "registry.json", publisher_keys=[{"key": public, "name": "Fixture Co"}]
     )
     row = result_for(run_host(venv, [registry], state=state))
     assert (row["status"], row["reason"], row["imported"], row["meta_problem"]) == (
@@ -507,16 +502,8 @@ def test_a_wheel_signed_by_a_key_the_registry_does_not_trust_is_refused(
     done = venv.run("mcs-host", "sign", wheel, "--key", tmp_path / "keys" / "attacker.key")
     assert done.returncode == 0, done.stderr
     venv.install(wheel, wheelhouse=wheelhouse)
-    registry = write_registry(
-        tmp_path / "registry.json",
-        {
-            VICTIM: entry(
-                "victim-driver",
-                "victim_driver",
-                "victim_driver:Driver",
-                publisher_keys=[{"key": str(trusted.public_key)}],
-            )
-        },
+    registry = victim_registry(
+        tmp_path / "registry.json", publisher_keys=[{"key": str(trusted.public_key)}]
     )
     row = result_for(run_host(venv, [registry], state=state))
     assert_refused(row, "untrusted-key", marker)
