@@ -722,6 +722,8 @@ def call_command(
     args: Annotated[str, typer.Option("--args", help="The arguments, a JSON object.")] = "{}",
     config: ConfigOption = None,
     registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
     allow_unverified: AllowUnverifiedOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
@@ -731,7 +733,8 @@ def call_command(
         arguments = json.loads(args)
     except ValueError as exc:
         raise typer.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
-    loaded = _loaded_or_exit(config, registry, allow_unverified, sets, path)
+    settings = _config(config, registry, registry_key, threshold, allow_unverified, None, sets=sets)
+    loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
 
 
@@ -743,6 +746,8 @@ def run_command(
     ] = False,
     config: ConfigOption = None,
     registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
     allow_unverified: AllowUnverifiedOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
@@ -755,19 +760,15 @@ def run_command(
             output = json.loads(raw)
         except ValueError as exc:
             raise typer.BadParameter(f"not JSON: {exc}", param_hint="--object") from None
-    loaded = _loaded_or_exit(config, registry, allow_unverified, sets, path)
+    settings = _config(config, registry, registry_key, threshold, allow_unverified, None, sets=sets)
+    loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response(output))
 
 
-def _loaded_or_exit(
-    config: Path | None,
-    registry: Sequence[Path] | None,
-    allow_unverified: bool | None,
-    sets: Sequence[str] | None,
-    path: Sequence[Path] | None,
-) -> Loaded:
-    settings = _config(config, registry, None, None, allow_unverified, None, sets=sets)
+def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded:
     loaded, report = _load(settings, (), path)
+    for refused in report.registry_errors:
+        typer.echo(f"registry refused: {refused}", err=True)
     for record in report.records:
         if record.status == "mounted":
             typer.echo(f"mounted {record.label} ({record.trust})", err=True)

@@ -745,6 +745,21 @@ def test_sign_registry_writes_an_envelope_the_host_accepts(
     )
     assert done.returncode == 0, done.stdout
     assert "victim_driver: pinned" in done.stdout
+    keyed = ["--registry", signed, "--registry-key", keys[0], "--registry-key", keys[1]]
+    called = venv.run(
+        "mcs-host",
+        "call",
+        "ping",
+        *keyed,
+        "--threshold",
+        "2",
+        env={"MCS_HOST_STATE_DIR": str(state)},
+    )
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["tool_call_result"] == "pong"
+    unkeyed = venv.run("mcs-host", "call", "ping", "--registry", signed)
+    assert unkeyed.returncode == 1
+    assert "is a signed registry: give the keys" in unkeyed.stderr
     shutil.rmtree(state)
 
 
