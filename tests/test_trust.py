@@ -745,7 +745,14 @@ def test_sign_registry_writes_an_envelope_the_host_accepts(
     )
     assert done.returncode == 0, done.stdout
     assert "victim_driver: pinned" in done.stdout
-    keyed = ["--registry", signed, "--registry-key", keys[0], "--registry-key", keys[1]]
+    keyed: list[str | Path] = [
+        "--registry",
+        signed,
+        "--registry-key",
+        keys[0],
+        "--registry-key",
+        keys[1],
+    ]
     called = venv.run(
         "mcs-host",
         "call",
