@@ -315,7 +315,7 @@ class _Node:
             context.fail(
                 path, "maxItems", f"takes at most {self.max_items} items, has {len(value)}"
             )
-        if self.unique and len({repr(v) for v in value}) != len(value):
+        if self.unique and len({_json_key(v) for v in value}) != len(value):
             context.fail(path, "uniqueItems", "items must be unique")
         if self.items is not None:
             items = self.items
@@ -442,6 +442,22 @@ def _describe(value: Any) -> str:
     kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
     shown = repr(value)
     return f"{kind} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+
+
+def _json_key(value: Any) -> Any:
+    """A hashable key equal for values JSON counts equal: ``1 == 1.0``, ``true != 1``, and
+    objects whatever the order of their keys."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int):
+        return ("number", value)
+    if isinstance(value, float):
+        return ("number", int(value) if value.is_integer() else value)
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_json_key(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("object", frozenset((k, _json_key(v)) for k, v in value.items()))
+    return ("other", repr(value))
 
 
 def _join(path: str, name: str) -> str:

@@ -129,6 +129,24 @@ def test_each_broken_rule_names_the_argument_and_the_rule(
     assert problems(arguments) == expected
 
 
+@pytest.mark.parametrize(
+    ("items", "unique"),
+    [
+        ([1, 1.0], False),
+        ([True, 1], True),
+        ([0, False, None, ""], True),
+        ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], False),
+        ([[1, 2], [2, 1]], True),
+        ([10**20, float(10**20)], False),
+        ([10**400, 10**400 + 1], True),
+        ([{"a": [1]}, {"a": [1.0]}], False),
+    ],
+)
+def test_unique_items_compares_as_json_does(items: list[Any], unique: bool) -> None:
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": True}}}
+    assert validate_arguments(schema, {"xs": items}).ok is unique
+
+
 def test_enum_problems_carry_the_allowed_values() -> None:
     (problem,) = validate_arguments(SCHEMA, {"city": "Oslo", "unit": "K"}).problems
     assert problem.allowed == ("C", "F")
