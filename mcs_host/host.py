@@ -481,7 +481,7 @@ class _Load:
                 None,
                 None,
             )
-        except Exception as exc:  # anything unforeseen fails this mount, never the load
+        except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
             message = f"loading it raised {_summary(exc)}"
             failed = replace(record, reason="host-error", message=message, traceback=_trace(exc))
             return replace(failed, timings=timings, warnings=tuple(notes)), None, None

@@ -119,6 +119,12 @@ class _RaisingMeta(Calculator):
         raise RuntimeError("meta is computed from a backend that is down")
 
 
+class _ExitingMeta(Calculator):
+    @property
+    def meta(self) -> DriverMeta:  # type: ignore[override]
+        raise SystemExit("meta exits")
+
+
 class _ExitingConstructor(Calculator):
     def __init__(self) -> None:
         raise SystemExit(3)
@@ -154,12 +160,13 @@ class _TwiceListed(Calculator):
     ("broken", "reason", "message"),
     [
         (_RaisingMeta, "host-error", "RuntimeError: meta is computed from a backend that is down"),
+        (_ExitingMeta, "host-error", "SystemExit: meta exits"),
         (_ExitingConstructor, "constructor-error", "constructor raised SystemExit: 3"),
         (_GeneratedTools, "list-tools-error", "ConnectionError: the second page of tools failed"),
         (_BadPattern, "invalid-tools", "driver 'broken', tool 'grep': pattern '['"),
         (_TwiceListed, "invalid-tools", "driver 'broken' lists the tool 'add' twice"),
     ],
-    ids=["meta property", "sys.exit", "generator", "schema", "twice"],
+    ids=["meta property", "meta exits", "sys.exit", "generator", "schema", "twice"],
 )
 def test_what_a_driver_gets_wrong_fails_its_mount_and_never_the_load(
     broken: type, reason: str, message: str
