@@ -321,13 +321,7 @@ def _read_entry_points(
     try:
         text = _read_text(installed, "entry_points.txt")
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(
-            Problem(
-                "unreadable-metadata",
-                f"{installed.metadata_path}: cannot read entry_points.txt: {exc}",
-                distributions=(installed.project,),
-            )
-        )
+        problems.append(_unreadable(installed, "entry_points.txt", exc))
         return []
     if not text or group not in text:
         return []
@@ -441,13 +435,7 @@ def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[s
         fields = _core_fields(installed.metadata_path)
         return fields.get("Name") or installed.project, fields.get("Version") or "?"
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(
-            Problem(
-                "unreadable-metadata",
-                f"{installed.metadata_path}: cannot read METADATA: {exc}",
-                distributions=(installed.project,),
-            )
-        )
+        problems.append(_unreadable(installed, "METADATA", exc))
         return installed.project, "?"
 
 
@@ -505,3 +493,11 @@ def _label_conflicts(candidates: Sequence[Candidate]) -> Iterator[Problem]:
             labels=(label,),
             distributions=tuple(sorted({c.project for c in claims})),
         )
+
+
+def _unreadable(installed: _Installed, file: str, exc: Exception) -> Problem:
+    return Problem(
+        "unreadable-metadata",
+        f"{installed.metadata_path}: cannot read {file}: {exc}",
+        distributions=(installed.project,),
+    )

@@ -282,6 +282,23 @@ def test_a_malformed_entry_points_file_names_file_and_line(tmp_path: Path) -> No
     assert "'no equals sign here'" in problem.message
 
 
+def test_metadata_that_is_not_utf8_names_the_file_and_the_rest_is_found(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    _dist(site, "fine-1.0.dist-info", "Metadata-Version: 2.1\nName: fine\nVersion: 1.0\n")
+    _dist(site, "latin-1.0.dist-info", "Metadata-Version: 2.1\nName: latin\nVersion: 1.0\n")
+    _dist(site, "badmeta-1.0.dist-info", "Metadata-Version: 2.1\nName: badmeta\nVersion: 1.0\n")
+    latin = site / "latin-1.0.dist-info"
+    (latin / "entry_points.txt").write_bytes(b"[mcs.drivers]\ncaf\xe9 = m:Driver\n")
+    (site / "badmeta-1.0.dist-info" / "METADATA").write_bytes(b"Name: bad\xff\nVersion: 1.0\n")
+    found = discover([site])
+    assert {c.label: c.version for c in found.candidates} == {"badmeta": "?", "fine": "1.0"}
+    problems = {p.distributions: p for p in found.problems}
+    assert problems[("latin",)].code == "unreadable-metadata"
+    assert f"{latin}: cannot read entry_points.txt: " in problems[("latin",)].message
+    assert problems[("badmeta",)].code == "unreadable-metadata"
+    assert "badmeta-1.0.dist-info: cannot read METADATA: " in problems[("badmeta",)].message
+
+
 def test_list_reports_no_drivers_plainly(scenario: Venv, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
