@@ -53,6 +53,13 @@ def make_distribution(site: Path, name: str, sizes: list[int]) -> tuple[Path, li
     return dist_info, files
 
 
+def _check_clean(dist_info: Path, files: list[Path]) -> None:
+    """Refuse to time a scan that fails: the figures must be of the path a clean tree takes."""
+    scan = scan_installed(dist_info)
+    if scan.findings or scan.digest is None or scan.digest.files != len(files):
+        raise RuntimeError(f"{dist_info} does not scan clean: {scan.findings}")
+
+
 def hash_only(blobs: list[bytes]) -> None:
     for blob in blobs:
         hashlib.sha256(blob).hexdigest()
@@ -87,9 +94,12 @@ def main() -> int:
     mib = 1024 * 1024
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp)
-        big_count = max(1, args.large_mib // 32)
-        large, large_files = make_distribution(site, "large_pkg", [32 * mib] * big_count)
+        chunk = max(1, min(32, args.large_mib))
+        sizes = [chunk * mib] * max(1, args.large_mib // chunk)
+        large, large_files = make_distribution(site, "large_pkg", sizes)
         small, small_files = make_distribution(site, "small_pkg", [1024] * args.small_files)
+        for dist_info, files in ((large, large_files), (small, small_files)):
+            _check_clean(dist_info, files)
         large_bytes = sum(p.stat().st_size for p in large_files)
         small_blobs = [p.read_bytes() for p in small_files]
         small_scan, small_hashed, small_raw = medians(

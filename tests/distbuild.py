@@ -166,6 +166,8 @@ class Venv:
         environment = _clean_env()
         environment["PATH"] = f"{self.bin}{os.pathsep}{environment.get('PATH', '')}"
         environment["VIRTUAL_ENV"] = str(self.path)
+        # the host's state lives with the venv, never in the developer's home
+        environment["MCS_HOST_STATE_DIR"] = str(self.path / "mcs-host-state")
         environment.update(env or {})
         return subprocess.run(
             [str(c) for c in command],
@@ -178,8 +180,11 @@ class Venv:
 
 
 def _clean_env() -> dict[str, str]:
-    """The environment without variables that would leak the test venv into a child."""
+    """The environment without variables that would leak the test venv or the developer's
+    host settings into a child."""
     env = dict(os.environ)
     for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
         env.pop(name, None)
+    for name in [n for n in env if n.startswith("MCS_HOST_")]:
+        del env[name]  # the developer's host settings must not change what a test sees
     return env

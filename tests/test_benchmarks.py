@@ -46,6 +46,9 @@ def test_discovery_finds_every_synthetic_driver_with_each_method() -> None:
 def test_the_digest_benchmark_reports_both_budgets() -> None:
     section = bench("bench_digest.py", "--large-mib", "1", "--small-files", "20", "--repeat", "1")
     assert {b["unit"] for b in section["budgets"]} == {"x", " µs"}
+    # the sizes asked for are the sizes measured (the script refuses a tree that does not scan)
+    assert "| large: 2 files, 1 MiB |" in section["markdown"][2]  # one module and METADATA
+    assert "| small: 21 files of 1 KiB |" in section["markdown"][3]  # and METADATA
 
 
 def test_the_orchestrator_benchmark_checks_every_answer() -> None:

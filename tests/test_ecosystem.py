@@ -8,6 +8,7 @@ import. These tests need the package registry (deselect with ``-m "not network"`
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -279,10 +280,13 @@ def test_a_rest_operation_against_a_loopback_openapi_server(
 def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
     reference_venv: Venv, tmp_path: Path
 ) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     config = tmp_path / "mcs-host.toml"
     config.write_text(
         f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
-        '[drivers.mcs-rest]\nsettings = { url = "http://127.0.0.1:9/openapi.json" }\n'
+        f'[drivers.mcs-rest]\nsettings = {{ url = "http://127.0.0.1:{port}/openapi.json" }}\n'
     )
     (record,) = load(reference_venv, config, tmp_path).values()
     assert (record["status"], record["reason"]) == ("failed", "no-tools")

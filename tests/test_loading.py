@@ -208,6 +208,7 @@ def test_each_failure_is_isolated_while_the_other_drivers_mount(
         "toolsboom": ("failed", "list-tools-error"),
     }
     by_label = {d["label"]: d for d in report["drivers"]}
+    assert by_label["hang"]["message"] == "list_tools did not return within 1 s"
     assert by_label["oldhost"]["message"] == "requires mcs-host<0.1; this host is 0.1.0"
     assert (
         "meta.version 1.0.1 differs from the distribution's 1.0.0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -38,8 +39,25 @@ def test_names_are_valid_for_provider_apis_and_stay_unique() -> None:
             ]
 
     stack = Orchestrator({"m": Dotted()})
-    assert len(set(names(stack))) == 2
-    assert all(len(n) <= 64 for n in names(stack))
+    # the name providers refuse gets the label and is cleaned; the valid one stays as it is
+    assert names(stack) == ["m__math_add", "math_add"]
+    assert stack.route("m__math_add") == ("m", "math.add")
+    assert stack.route("math_add") == ("m", "math_add")
+
+    class Clashing(Calculator):
+        def list_tools(self) -> list[Any]:
+            return [
+                {"name": "math.add", "description": "a"},
+                {"name": "m__math_add", "description": "b"},
+            ]
+
+    clashed = Orchestrator({"m": Clashing()})
+    first, second = names(clashed)
+    assert first != second
+    assert all(
+        len(n) <= 64 and re.fullmatch(r"[A-Za-z0-9_-]+_[0-9a-f]{8}", n) for n in (first, second)
+    )
+    assert {clashed.route(first)[1], clashed.route(second)[1]} == {"math.add", "m__math_add"}
 
 
 def test_an_orchestrator_is_both_driver_kinds_and_nests() -> None:
