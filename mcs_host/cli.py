@@ -160,7 +160,7 @@ def _config(
     sets: Sequence[str] | None = None,
 ) -> HostConfig:
     """The host configuration: file and environment, then the command line's options."""
-    from .config import ConfigError, HostConfig, load_config
+    from .config import ConfigError, load_config, override_config
 
     trust = {
         key: value
@@ -189,9 +189,7 @@ def _config(
                 message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
                 raise typer.BadParameter(message, param_hint="--set")
             drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
-        return HostConfig.model_validate(
-            {**loaded.model_dump(), "drivers": drivers, "source": loaded.source}
-        )
+        return override_config(loaded, drivers=drivers)
     except ConfigError as exc:
         _fail(str(exc))
 
@@ -833,10 +831,16 @@ def check_command(
     settings = _settings_from(sets, "KEY=VALUE")
     try:
         drivers = _drivers_to_check(target, path)
-    except (ImportError, AttributeError, ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         _fail(f"{target}: {type(exc).__name__}: {exc}")
     errors = 0
-    for label, obj in drivers:
+    for label, value in drivers:
+        try:
+            obj = _load_object(value)
+        except (Exception, SystemExit) as exc:  # one driver that cannot be imported is its error
+            errors += 1
+            typer.echo(f"{label}: breaks the contract\n  ERROR import: {value}: {exc!r}")
+            continue
         results = check_driver(obj, settings)
         errors += sum(r.level == "error" for r in results)
         verdict = "breaks the contract" if any(r.level == "error" for r in results) else "passes"
@@ -847,16 +851,20 @@ def check_command(
         raise typer.Exit(1)
 
 
-def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[str, Any]]:
+def _load_object(value: str) -> Any:
     import importlib
-    import tomllib
 
-    def load(value: str) -> Any:
-        module, _, attr = value.partition(":")
-        obj: Any = importlib.import_module(module.strip())
-        for part in filter(None, attr.strip().split(".")):
-            obj = getattr(obj, part)
-        return obj
+    module, _, attr = value.partition(":")
+    obj: Any = importlib.import_module(module.strip())
+    for part in filter(None, attr.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[str, str]]:
+    """``(label, entry point value)`` of the drivers to check, their directory put first on
+    ``sys.path`` so the copy found is the copy imported."""
+    import tomllib
 
     project = Path(target)
     if project.is_dir():
@@ -866,11 +874,12 @@ def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[st
         if not entries:
             raise ValueError('its pyproject.toml declares no [project.entry-points."mcs.drivers"]')
         sys.path.insert(0, str(project.resolve()))
-        return [(label, load(value)) for label, value in entries.items()]
+        return list(entries.items())
     found = discover(path).get(target)
     if not found:
         raise ValueError("no installed driver has this label, and it is not a directory")
-    return [(target, load(found[0].value))]
+    sys.path.insert(0, found[0].location)
+    return [(target, found[0].value)]
 
 
 def _fail(message: str) -> NoReturn:

@@ -67,10 +67,8 @@ def check_driver(
     if isinstance(driver, type) or (callable(driver) and not _is_driver(driver)):
         try:
             instance = driver(**dict(settings or {}))
-        except Exception as exc:
-            return (
-                ConformanceResult("error", "constructor", f"raised {type(exc).__name__}: {exc}"),
-            )
+        except (Exception, SystemExit) as exc:  # sys.exit() in a constructor is its failure
+            return (ConformanceResult("error", "constructor", f"raised {_named(exc)}"),)
     if not _is_driver(instance):
         message = f"{type(instance).__name__} has neither list_tools/execute_tool nor "
         return (ConformanceResult("error", "not-a-driver", message + "process_llm_response"),)
@@ -96,6 +94,9 @@ def _meta(instance: Any, declared: Any, out: list[ConformanceResult]) -> DriverM
     except (ValueError, ValidationError) as exc:
         out.append(ConformanceResult("error", "invalid-meta", str(exc)))
         return None
+    except (Exception, SystemExit) as exc:  # a meta property that raises
+        out.append(ConformanceResult("error", "invalid-meta", f"raised {_named(exc)}"))
+        return None
     if meta.trust is None:
         out.append(
             ConformanceResult(
@@ -106,7 +107,11 @@ def _meta(instance: Any, declared: Any, out: list[ConformanceResult]) -> DriverM
         )
     cls = declared if isinstance(declared, type) else type(instance)
     package = (cls.__module__ or "").rpartition(".")[0] or cls.__module__
-    manifest = _manifest(cls.__module__, package)
+    try:
+        manifest = _manifest(cls.__module__, package)
+    except ValueError as exc:
+        out.append(ConformanceResult("error", "manifest", str(exc)))
+        return meta
     if manifest is None:
         out.append(
             ConformanceResult(
@@ -137,14 +142,21 @@ def _manifest(module: str, package: str) -> DriverManifest | None:
             data = importlib.resources.files(owner).joinpath(MANIFEST_FILE).read_bytes()
         except (FileNotFoundError, ModuleNotFoundError, TypeError, NotADirectoryError):
             continue
-        return DriverManifest.model_validate_json(data)
+        try:
+            return DriverManifest.model_validate_json(data)
+        except ValidationError as exc:
+            raise ValueError(f"{owner}/{MANIFEST_FILE} is not a valid manifest: {exc}") from None
     return None
+
+
+def _named(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _tools(driver: Any, out: list[ConformanceResult]) -> None:
     try:
         listed = list(driver.list_tools())
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         out.append(
             ConformanceResult(
                 "error", "list-tools", f"list_tools raised {type(exc).__name__}: {exc}"
@@ -207,7 +219,7 @@ def _errors(driver: Any, tools: list[Tool], out: list[ConformanceResult]) -> Non
         result = driver.execute_tool(unknown, {})
     except UnknownToolError:
         pass
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         out.append(
             ConformanceResult(
                 "warning",
@@ -232,7 +244,7 @@ def _errors(driver: Any, tools: list[Tool], out: list[ConformanceResult]) -> Non
             result = driver.execute_tool(tool.name, {})
         except ToolError:
             continue
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             out.append(
                 ConformanceResult(
                     "warning",
@@ -276,7 +288,7 @@ def _sample_call(driver: Any, tool: Tool, out: list[ConformanceResult]) -> None:
             )
         )
         return
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         out.append(
             ConformanceResult(
                 "warning",
@@ -303,13 +315,13 @@ def _standalone(driver: Any, out: list[ConformanceResult]) -> None:
         try:
             if not isinstance(getattr(driver, method)(None), str):
                 out.append(ConformanceResult("error", method, f"{method} did not return text"))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             out.append(
                 ConformanceResult("error", method, f"{method} raised {type(exc).__name__}: {exc}")
             )
     try:
         response = DriverResponse.coerce(driver.process_llm_response("Just an answer, no call."))
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         out.append(
             ConformanceResult(
                 "error", "process", f"process_llm_response raised {type(exc).__name__}: {exc}"

@@ -208,6 +208,34 @@ def test_the_manifest_must_say_what_the_class_says(
     assert "mcs-driver.json" in result.message
 
 
+def test_a_manifest_that_is_not_valid_is_an_error_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _driver_package(tmp_path, "garbled_pkg", "1.0.0")
+    (tmp_path / "garbled_pkg" / "mcs-driver.json").write_text('{"format": "nope"}')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (result,) = check_driver(importlib.import_module("garbled_pkg").Driver)
+    assert (result.level, result.code) == ("error", "manifest")
+    assert result.message.startswith("garbled_pkg/mcs-driver.json is not a valid manifest")
+
+
+class _ExitingConstructor(Calculator):
+    def __init__(self) -> None:
+        raise SystemExit(0)
+
+
+class _RaisingMeta(Calculator):
+    @property
+    def meta(self) -> DriverMeta:  # type: ignore[override]
+        raise SystemExit("no meta today")
+
+
+def test_a_driver_that_exits_is_an_error_not_a_pass() -> None:
+    (made,) = check_driver(_ExitingConstructor)
+    assert (made.code, made.message) == ("constructor", "raised SystemExit: 0")
+    assert "invalid-meta" in codes(check_driver(_RaisingMeta))
+
+
 def test_the_pytest_fixture_fails_a_driver_that_breaks_the_contract(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,6 +282,22 @@ def test_load_settings_must_name_a_driver() -> None:
     done = _cli("load", "--set", "nodot=1")
     assert done.returncode == 2
     assert "'nodot' names no driver setting: use LABEL.KEY=VALUE" in done.stderr
+
+
+def test_check_reports_a_driver_that_exits_at_import_and_checks_the_rest(
+    tmp_path: Path,
+) -> None:
+    _driver_package(tmp_path, "fine_cli_pkg", "1.0.0")
+    (tmp_path / "quitter.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "two"\nversion = "1.0.0"\n'
+        '[project.entry-points."mcs.drivers"]\n'
+        'fine = "fine_cli_pkg:Driver"\nquit = "quitter:Driver"\n'
+    )
+    done = _cli("check", str(tmp_path))
+    assert done.returncode == 1
+    assert "fine: passes" in done.stdout
+    assert "quit: breaks the contract\n  ERROR import: quitter:Driver: SystemExit(0)" in done.stdout
 
 
 def test_check_reports_errors_and_exits_1(tmp_path: Path) -> None:
