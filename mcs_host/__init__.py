@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         HostConfig,
         TrustSettings,
         load_config,
+        override_config,
     )
     from .conformance import (
         ConformanceResult,
@@ -379,6 +380,7 @@ _EXPORTS = {
     "native_tools": "formats",
     "new_driver": "scaffold",
     "normalize_name": "discovery",
+    "override_config": "config",
     "pae": "signing",
     "parse_arguments": "kit",
     "parse_entry_points": "discovery",
@@ -549,6 +551,7 @@ __all__ = [
     "native_tools",
     "new_driver",
     "normalize_name",
+    "override_config",
     "pae",
     "parse_arguments",
     "parse_entry_points",

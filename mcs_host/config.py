@@ -24,7 +24,14 @@ from .registry import (
 )
 from .signing import PublicKey
 
-__all__ = ["ConfigError", "DriverSettings", "HostConfig", "TrustSettings", "load_config"]
+__all__ = [
+    "ConfigError",
+    "DriverSettings",
+    "HostConfig",
+    "TrustSettings",
+    "load_config",
+    "override_config",
+]
 
 
 class ConfigError(ValueError):
@@ -180,16 +187,26 @@ def load_config(
             data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
         if isinstance(data.get("prompts"), str):
             data["prompts"] = os.path.join(base, data["prompts"])
-    from_env = _from_environment(env)
-    file_trust = data.get("trust")
-    trust = {
-        **(file_trust if isinstance(file_trust, dict) else {}),
-        **from_env.pop("trust", {}),
-        **(overrides.pop("trust", None) or {}),
-    }
-    data.update(from_env)
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    data["trust"] = trust
+    return _validated(_overridden(_overridden(data, _from_environment(env)), overrides), source)
+
+
+def override_config(config: HostConfig, **overrides: Any) -> HostConfig:
+    """``config`` with ``overrides`` applied and checked as :func:`load_config` applies them
+    (``None`` leaves a setting as it is; ``trust`` merges). Raises :class:`ConfigError`."""
+    return _validated(_overridden(config.model_dump(), overrides), config.source)
+
+
+def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the settings of ``overrides`` that are not ``None``; ``trust`` merges
+    (a ``trust`` that is not a table is kept, for validation to name it)."""
+    merged = {**data, **{k: v for k, v in overrides.items() if v is not None and k != "trust"}}
+    trust, more = data.get("trust"), overrides.get("trust")
+    if more and (trust is None or isinstance(trust, Mapping)):
+        merged["trust"] = {**(trust or {}), **more}
+    return merged
+
+
+def _validated(data: Mapping[str, Any], source: str | None) -> HostConfig:
     try:
         return HostConfig.model_validate({**data, "source": source})
     except ValidationError as exc:

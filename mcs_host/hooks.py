@@ -84,6 +84,8 @@ def register_plugin(manager: pluggy.PluginManager, plugin: object, name: str) ->
     try:
         manager.register(plugin, name=name)
     except (pluggy.PluginValidationError, ValueError) as exc:
+        if manager.is_registered(plugin):  # pluggy < 1.7 keeps the hooks checked before
+            manager.unregister(plugin)
         raise PluginError(f"host plugin {name!r}: {exc}") from None
     for caller in manager.get_hookcallers(plugin) or ():
         if caller.has_spec():

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from . import __version__
+from . import __version__, _bounded
 from ._bounded import Hung, call_bounded
 from .calls import ToolCall
 from .compat import (
@@ -32,7 +32,7 @@ from .compat import (
     meta_of,
     version_problem,
 )
-from .config import DriverSettings, HostConfig, load_config
+from .config import DriverSettings, HostConfig, load_config, override_config
 from .contract import Tool, implemented_capabilities
 from .dependencies import check_dependencies, unverified_imports
 from .discovery import (
@@ -204,7 +204,7 @@ def load_drivers(
     :func:`~mcs_host.config.load_config` says); ``options`` override its settings by name.
     """
     if isinstance(config, HostConfig):
-        host_config = config.model_copy(update=options) if options else config
+        host_config = override_config(config, **options) if options else config
     else:
         host_config = load_config(config, **options)
     return Host(host_config, search_path=search_path).load(labels)
@@ -268,7 +268,10 @@ class _Load:
         report = LoadReport(
             tuple(records), tuple(plugins), tuple(errors), tuple(registry_errors), timings
         )
-        self.manager.hook.mcs_host_loaded(report=report)
+        try:
+            self.manager.hook.mcs_host_loaded(report=report)
+        except Exception as exc:  # a plugin's report hook never undoes the load
+            warnings.warn(f"mcs_host_loaded hook raised {exc!r}", RuntimeWarning, stacklevel=2)
         if report.errors:
             raise LoadError(report)
         return Loaded(orchestrator, report)
@@ -614,7 +617,7 @@ class _Load:
                 )
                 tools = _valid_tools(listed)
             if not tools:
-                raise _Refused("failed", "no-tools", self._no_tools(driver, meta, timeout))
+                raise _Refused("failed", "no-tools", self._no_tools(driver, meta, timeout, health))
         elif not is_standalone_driver(driver):
             raise _Refused(
                 "failed",
@@ -624,10 +627,13 @@ class _Load:
             )
         return driver, tools, health
 
-    def _no_tools(self, driver: object, meta: Any, timeout: float) -> str:
-        """Why a ToolDriver listed no tools, as far as its healthcheck can tell."""
+    def _no_tools(self, driver: object, meta: Any, timeout: float, health: Any) -> str:
+        """Why a ToolDriver listed no tools, as far as its healthcheck (``health``, when it
+        ran already) can tell."""
         message = f"{type(getattr(driver, 'inner', driver)).__qualname__} lists no tools"
         if "healthcheck" in meta.capabilities:
+            if health is not None:
+                return message + f"; its healthcheck says {health!r}"
             try:
                 health = self._call(driver.healthcheck, timeout, "healthcheck")  # type: ignore[attr-defined]
             except _Refused as refused:
@@ -800,7 +806,8 @@ def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
 
 def _summary(exc: BaseException) -> str:
     """``Type: message (at file:line in function)``, the place being the driver's, not ours."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    ours = {__file__, _bounded.__file__}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in ours]
     where = (
         f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})"
         if frames

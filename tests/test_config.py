@@ -107,6 +107,7 @@ def test_an_environment_flag_turns_on_what_the_file_turned_off(tmp_path: Path, v
         ("timeout = -1\n", "timeout: Input should be greater than 0"),
         ('namespace = "sometimes"\n', "namespace: Input should be 'on-collision' or 'always'"),
         ("strict = \n", "Invalid value"),
+        ("trust = true\n", "trust: Input should be a valid dictionary"),
     ],
 )
 def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -18,6 +18,7 @@ from sample_drivers import (
 )
 
 from mcs_host import (
+    ConfigError,
     DriverMeta,
     DriverSettings,
     Host,
@@ -28,7 +29,9 @@ from mcs_host import (
     ToolCall,
     ToolParameter,
     hookimpl,
+    load_drivers,
     make_test_host,
+    override_config,
 )
 
 
@@ -365,6 +368,32 @@ def test_one_denial_with_a_reason_wins_over_an_approval() -> None:
     assert denied.call_detail == "the call of 'echo' was not approved: outside office hours"
     ran = driver.process_llm_response('{"tool": "calc__add", "arguments": {"a": 1, "b": 2}}')
     assert ran.tool_call_result == 3
+
+
+class BrokenReport:
+    @hookimpl
+    def mcs_host_loaded(self, report: Any) -> None:
+        raise RuntimeError("the dashboard is down")
+
+
+def test_a_report_hook_that_raises_never_undoes_the_load() -> None:
+    with pytest.warns(RuntimeWarning, match="mcs_host_loaded hook raised.*the dashboard is down"):
+        driver, report = make_test_host({"calc": Calculator}, plugins=[BrokenReport()])
+    assert [r.label for r in report.mounted] == ["calc"]
+    assert driver.process_llm_response(
+        '{"tool": "add", "arguments": {"a": 1, "b": 2}}'
+    ).call_executed
+
+
+def test_options_over_a_config_object_are_checked_and_trust_merges() -> None:
+    base = HostConfig(
+        autoload=False, plugins=False, registries=(), trust={"allow_extensions": True}
+    )
+    merged = override_config(base, trust={"allow_unverified": True}, strict=None)
+    assert (merged.trust.allow_unverified, merged.trust.allow_extensions) == (True, True)
+    assert merged.strict is base.strict  # None leaves a setting as it is
+    with pytest.raises(ConfigError, match="timeout: Input should be greater than 0"):
+        load_drivers(base, timeout=-1)
 
 
 class UnknownHookPlugin:
