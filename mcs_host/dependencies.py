@@ -59,6 +59,8 @@ class DependencyCheck:
     location: str | None = None
     metadata_path: str | None = None
     modules: tuple[ModuleFile, ...] = ()
+    extensions: tuple[str, ...] = ()
+    """Its verified extension modules (paths under ``location``)."""
 
 
 @cache
@@ -169,6 +171,7 @@ def _check(
         location,
         dist_info,
         module_files(scan.digest),
+        scan.extensions,
     )
 
 

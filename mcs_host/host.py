@@ -671,7 +671,7 @@ class _Load:
                 )
             if check.status == "pinned" and check.location is not None:
                 try:
-                    verified_importer().register(check.location, check.modules)
+                    verified_importer().register(check.location, check.modules, check.extensions)
                 except IntegrityError as exc:
                     raise _Refused("rejected", "integrity", str(exc)) from None
             elif check.status == "unverified":

@@ -75,9 +75,14 @@ class VerifiedImporter(importlib.abc.MetaPathFinder):
 
     def __init__(self) -> None:
         self._modules: dict[str, tuple[str, ModuleFile]] = {}
+        self._extensions: set[str] = set()
 
-    def register(self, location: str, modules: Sequence[ModuleFile]) -> None:
-        """Claim ``modules``, installed under ``location``, for verified import."""
+    def register(
+        self, location: str, modules: Sequence[ModuleFile], extensions: Sequence[str] = ()
+    ) -> None:
+        """Claim ``modules``, installed under ``location``, for verified import; the
+        ``extensions`` (paths under ``location``) are the extension modules verified with
+        them, the only ones a verified package may load."""
         for module in modules:
             known = self._modules.get(module.name)
             if known is not None and (known[0], known[1].path, known[1].sha256) != (
@@ -91,6 +96,9 @@ class VerifiedImporter(importlib.abc.MetaPathFinder):
                 )
         for module in modules:
             self._modules[module.name] = (location, module)
+        self._extensions.update(
+            os.path.realpath(os.path.join(location, *path.split("/"))) for path in extensions
+        )
 
     def claims(self, name: str) -> bool:
         return name in self._modules
@@ -128,10 +136,16 @@ class VerifiedImporter(importlib.abc.MetaPathFinder):
         self, fullname: str, parent: str, path: Sequence[str] | None
     ) -> None:
         """A module inside a verified package that was not verified with it (planted after
-        verification) is refused; a missing one stays missing, and an extension module
-        (admitted or refused by the trust policy, from the verified listing) loads as usual."""
+        verification) is refused; a missing one stays missing, and an extension module of the
+        verified listing (admitted by the trust policy) loads as usual."""
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+        if spec is None:
+            return
+        if (
+            isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+            and spec.origin is not None
+            and os.path.realpath(spec.origin) in self._extensions
+        ):
             return
         raise IntegrityError(
             f"{fullname} ({spec.origin}) is not among the verified files of {parent}; not imported"
@@ -163,7 +177,8 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
     verified = verification.status in ("pinned", "signed")
     if verified:
         importer = importer or _IMPORTER
-        importer.register(candidate.location, verification.modules)
+        extensions = verification.scan.extensions if verification.scan is not None else ()
+        importer.register(candidate.location, verification.modules, extensions)
         importer.install()
         _refuse_imported_elsewhere(verification)
     module = importlib.import_module(candidate.module)

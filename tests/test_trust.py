@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import json
 import shutil
 import stat
 from collections.abc import Callable
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,8 @@ import pytest
 from distbuild import PLUGINS, ROOT, Project, Venv, build_wheel, install_target, pip
 from hostrun import driver_project, entry, pin, run_host, write_registry
 
-from mcs_host.integrity import scan_installed, scan_wheel
+from mcs_host.importer import IntegrityError, VerifiedImporter
+from mcs_host.integrity import ModuleFile, scan_installed, scan_wheel
 from mcs_host.registry import REGISTRY_PAYLOAD_TYPE
 from mcs_host.signing import Envelope, PrivateKey
 
@@ -802,3 +805,32 @@ def test_a_module_planted_in_a_verified_package_after_verification_never_runs(
     # the control: a plain import does run it
     assert venv.run("python", "-c", "import victim_driver.entry").returncode == 0
     assert "PLANTED ran" in marker.read_text()
+
+
+def _an_extension_module() -> Path:
+    """A compiled module of the standard library, to plant under another name."""
+    for name in ("_json", "_struct", "math", "select", "_csv"):
+        origin = getattr(importlib.import_module(name), "__file__", None)
+        if origin and origin.endswith(tuple(EXTENSION_SUFFIXES)):
+            return Path(origin)
+    raise RuntimeError("this Python has no standard library extension module to copy")
+
+
+def test_an_extension_planted_in_a_verified_package_is_refused(tmp_path: Path) -> None:
+    package = tmp_path / "site" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_bytes(b"")
+    empty = hashlib.sha256(b"").hexdigest()
+    compiled, suffix = _an_extension_module(), EXTENSION_SUFFIXES[0]
+    shutil.copy(compiled, package / f"shipped{suffix}")
+    shutil.copy(compiled, package / f"planted{suffix}")  # after verification: never dlopen'ed
+    importer = VerifiedImporter()
+    importer.register(
+        str(tmp_path / "site"),
+        [ModuleFile("pkg", "pkg/__init__.py", empty, 0, True)],
+        [f"pkg/shipped{suffix}"],
+    )
+    # the extension verified with the package is left to the ordinary finder
+    assert importer.find_spec("pkg.shipped", [str(package)]) is None
+    with pytest.raises(IntegrityError, match=r"pkg\.planted \(.*\) is not among the verified"):
+        importer.find_spec("pkg.planted", [str(package)])
