@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.machinery import EXTENSION_SUFFIXES
+from importlib.machinery import all_suffixes
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -257,7 +258,8 @@ class _Check:
                 "its code would come from elsewhere",
             )
         self.entry_files = tuple(files)
-        shadow = _namespace_shadow(c.module, files, c.location, self.discovery.path)
+        # the import resolves namespace parents over sys.path, whatever path found the driver
+        shadow = _namespace_shadow(c.module, files, c.location, [*self.discovery.path, *sys.path])
         if shadow is not None:
             raise _RefusedError("rejected", "file-shadowing", shadow)
 
@@ -438,12 +440,13 @@ def _namespace_shadow(
         rel = os.path.join(*parts[:depth])
         if rel.replace(os.sep, "/") in owned:
             continue  # a regular package of the distribution, claimed by the importer
-        for entry in search_path:
-            if not entry or os.path.realpath(entry) == real_location:
+        for entry in dict.fromkeys(e or "." for e in search_path):  # "": the current directory
+            if os.path.realpath(entry) == real_location:
                 continue
             base = os.path.join(entry, rel)
-            shadows = [os.path.join(base, "__init__.py"), base + ".py"]
-            shadows += [base + suffix for suffix in EXTENSION_SUFFIXES]
+            # anything the path finder would take first: source, bytecode alone, extensions
+            shadows = [os.path.join(base, "__init__" + suffix) for suffix in all_suffixes()]
+            shadows += [base + suffix for suffix in all_suffixes()]
             for path in shadows:
                 if os.path.exists(path):
                     return (

@@ -25,6 +25,7 @@ from mcs_host.importer import IntegrityError, VerifiedImporter
 from mcs_host.integrity import ModuleFile, scan_installed, scan_wheel
 from mcs_host.registry import REGISTRY_PAYLOAD_TYPE
 from mcs_host.signing import Envelope, PrivateKey
+from mcs_host.verification import _namespace_shadow
 
 pytestmark = pytest.mark.venv
 
@@ -834,3 +835,27 @@ def test_an_extension_planted_in_a_verified_package_is_refused(tmp_path: Path) -
     assert importer.find_spec("pkg.shipped", [str(package)]) is None
     with pytest.raises(IntegrityError, match=r"pkg\.planted \(.*\) is not among the verified"):
         importer.find_spec("pkg.planted", [str(package)])
+
+
+def test_a_namespace_parent_shadowed_from_the_current_directory_or_by_bytecode_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    (site / "ns" / "drv").mkdir(parents=True)
+    files = ["ns/drv/__init__.py"]
+    assert _namespace_shadow("ns.drv", files, str(site), [str(site)]) is None
+    # bytecode alone is imported as readily as source
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ns.pyc").write_bytes(b"")
+    found = _namespace_shadow("ns.drv", files, str(site), [str(other), str(site)])
+    assert found is not None
+    assert found.startswith(f"{other / 'ns.pyc'} would be imported as 'ns'")
+    # "" on sys.path is the current directory, as under python -c or in a notebook
+    cwd = tmp_path / "cwd"
+    (cwd / "ns").mkdir(parents=True)
+    (cwd / "ns" / "__init__.py").write_text("")
+    monkeypatch.chdir(cwd)
+    found = _namespace_shadow("ns.drv", files, str(site), ["", str(site)])
+    assert found is not None
+    assert "ns/__init__.py would be imported as 'ns'" in found
