@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -22,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from .contract import CAPABILITY_MIXINS, DriverMeta, implemented_capabilities
+from .discovery import requires_dist
 
 __all__ = [
     "Incompatibility",
@@ -46,11 +45,7 @@ class Incompatibility:
 
 def host_requirement_problem(metadata_path: str, host_version: str) -> Incompatibility | None:
     """Whether the distribution's requirement on mcs-host excludes ``host_version``."""
-    try:
-        requires = metadata.PathDistribution(Path(metadata_path)).requires or []
-    except OSError as exc:
-        return Incompatibility("unreadable-metadata", f"{metadata_path}: {exc}")
-    for line in requires:
+    for line in requires_dist(metadata_path):
         try:
             requirement = Requirement(line)
         except InvalidRequirement as exc:

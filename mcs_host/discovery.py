@@ -240,10 +240,10 @@ def requires_dist(metadata_path: str) -> list[str]:
     try:
         with open(path, "rb") as f:
             for raw in f:
-                line = raw.decode("utf-8").rstrip("\r\n")
-                if not line.strip():
+                if not raw.strip():
                     break  # the end of the header
-                if line.startswith("Requires-Dist:"):
+                if raw.startswith(b"Requires-Dist:"):  # only these are decoded: a bad byte
+                    line = raw.decode("utf-8", "replace")  # elsewhere is not our business
                     found.append(line.partition(":")[2].strip())
     except OSError:
         return []

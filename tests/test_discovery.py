@@ -431,6 +431,17 @@ def test_a_zip_file_on_the_path_is_searched_as_importlib_searches_it(tmp_path: P
     )
 
 
+def test_requirements_are_read_past_a_header_line_that_is_not_utf8(tmp_path: Path) -> None:
+    from mcs_host import requires_dist
+
+    info = tmp_path / "odd-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(
+        b"Name: odd\nVersion: 1.0\nSummary: caf\xe9\nRequires-Dist: mcs-host>=0.1\n\nbody\n"
+    )
+    assert requires_dist(str(info)) == ["mcs-host>=0.1"]
+
+
 def test_requirements_are_what_importlib_reads_for_every_installed_distribution() -> None:
     from mcs_host import installed_projects, requires_dist
 
