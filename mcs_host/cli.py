@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
@@ -472,7 +471,7 @@ def lock_drivers(
             publisher_keys=publisher_keys or (),
         )
         updated.save(target)
-    except (ValueError, OSError, zipfile.BadZipFile, RegistryError) as exc:
+    except (ValueError, OSError, RegistryError) as exc:
         _fail(str(exc))
     for release in releases:
         pin = release.pin()

@@ -175,10 +175,15 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
 
 
 def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
-    """Scan a wheel file: the digest its install will have, and RECORD findings inside it."""
+    """Scan a wheel file: the digest its install will have, and RECORD findings inside it.
+    Raises ``ValueError`` naming the file when it is not a zip archive."""
     path = os.fspath(wheel)
     findings: list[Finding] = []
-    with zipfile.ZipFile(path) as archive:
+    try:
+        opened = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{path} is not a wheel: {exc}") from None
+    with opened as archive:
         members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
         records = [
             name for name in members if name.count("/") == 1 and name.endswith(".dist-info/RECORD")

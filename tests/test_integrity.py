@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -237,3 +238,10 @@ def test_a_record_that_is_not_utf8_is_a_finding(site: Path) -> None:
     (finding,) = scan_installed(dist_info(site)).findings
     assert finding.code == "record-invalid"
     assert "cannot read RECORD" in finding.message
+
+
+def test_a_file_that_is_not_a_zip_is_refused_naming_it(tmp_path: Path) -> None:
+    junk = tmp_path / "tree_driver-1.0.0-py3-none-any.whl"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(junk))} is not a wheel: "):
+        scan_wheel(junk)
