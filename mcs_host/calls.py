@@ -99,7 +99,8 @@ def detect(llm_response: str | Mapping[str, Any] | Any, known: Collection[str] =
             )
         content = _message_text(data)
         return _from_text(
-            content if content is not None else json.dumps(data, ensure_ascii=False), known
+            content if content is not None else json.dumps(data, ensure_ascii=False, default=str),
+            known,
         )
     return _from_text(str(data), known)
 

@@ -171,6 +171,8 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
         items = data.get("output") or []
     else:
         return None
+    if not isinstance(items, list):
+        items = []
     calls: list[NativeCall] = []
     texts: list[str] = []
     for item in items:
@@ -181,7 +183,8 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
             name = _name(item.get("name"))
             calls.append(NativeCall(name, arguments, item.get("call_id"), problem, notes))
         elif item.get("type") == "message":
-            for part in item.get("content") or ():
+            content = item.get("content")
+            for part in content if isinstance(content, list) else ():
                 if isinstance(part, Mapping) and part.get("type") == "output_text":
                     texts.append(str(part.get("text", "")))
     native = [

@@ -115,7 +115,10 @@ class _Reader:
         number = _NUMBER.match(self.text, self.position)
         if number:
             self.position = number.end()
-            return json.loads(number.group())
+            try:
+                return json.loads(number.group())
+            except ValueError:  # an integer past Python's digit limit
+                raise Unhealable("a number too long to read") from None
         word = _IDENTIFIER.match(self.text, self.position)
         if word:
             name = word.group()

@@ -126,8 +126,9 @@ def _compact_tool(tool: Tool) -> str:
             else _type_name(schema)
         )
         arguments.append(f"{parameter.name}{'' if parameter.required else '?'}: {kind}")
-    summary = (tool.title or tool.description or "").strip().splitlines()[0]
-    return f"{tool.name}({', '.join(arguments)}) - {summary}"
+    summary = next(iter((tool.title or tool.description or "").strip().splitlines()), "")
+    signature = f"{tool.name}({', '.join(arguments)})"
+    return f"{signature} - {summary}" if summary else signature
 
 
 def _type_name(schema: Mapping[str, Any]) -> str:

@@ -134,7 +134,11 @@ def _type_check(types: list[str]) -> Callable[[Any], bool]:
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
     """``schema`` with its local ``$ref`` replaced by the target (sibling keywords win)."""
     ref = schema.get("$ref")
+    seen: set[str] = set()
     while isinstance(ref, str) and ref.startswith("#/"):
+        if ref in seen:
+            raise ValueError(f"$ref {ref!r} refers back to itself through {sorted(seen)}")
+        seen.add(ref)
         target: Any = root
         for part in ref[2:].split("/"):
             target = target.get(part, {}) if isinstance(target, Mapping) else {}
@@ -223,8 +227,14 @@ class _Node:
         if self.enum is not _MISSING and not isinstance(self.enum, list):
             raise ValueError(f"enum must be a list, not {self.enum!r}")
         self.const = schema.get("const", _MISSING)
-        self.properties = {name: sub(s) for name, s in (schema.get("properties") or {}).items()}
-        self.required = tuple(schema.get("required") or ())
+        properties = schema.get("properties") or {}
+        if not isinstance(properties, Mapping):
+            raise ValueError(f"properties must be an object, not {properties!r}")
+        self.properties = {name: sub(s) for name, s in properties.items()}
+        required = schema.get("required") or ()
+        if not isinstance(required, list | tuple):
+            raise ValueError(f"required must be a list, not {required!r}")
+        self.required = tuple(required)
         extra = schema.get("additionalProperties", True)
         self.extra = False if extra is False else sub(extra) if isinstance(extra, Mapping) else True
         items = schema.get("items")
@@ -395,7 +405,10 @@ def _coerce(value: Any, allowed: list[str], path: str, context: _Context) -> Any
     text = value.strip()
     result: Any = value
     if "integer" in allowed and _INTEGER.match(text):
-        result = int(text)
+        try:
+            result = int(text)
+        except ValueError:  # past Python's digit limit: left a string, the type check fails it
+            return value
     elif "number" in allowed and _NUMBER.match(text):
         number = float(text)
         result = (

@@ -346,6 +346,10 @@ def test_an_unreadable_object_in_prose_with_no_call_in_it_is_prose() -> None:
         ({"role": "assistant", "content": None, "tool_calls": 5}, "tool_calls is not a list"),
         ({"object": "response", "output": [], "incomplete_details": "x"}, None),
         ({"candidates": [{"content": ["x"]}]}, None),
+        ("[1, " + "9" * 5000 + "]", None),
+        ('{"tool": "add", "arguments": {"a": ' + "9" * 5000 + "}}", "a number too long to read"),
+        ({"object": "response", "output": 5}, None),
+        ({"object": "response", "output": [{"type": "message", "content": 5}]}, None),
     ],
     ids=[
         "deep array",
@@ -355,6 +359,10 @@ def test_an_unreadable_object_in_prose_with_no_call_in_it_is_prose() -> None:
         "tool_calls",
         "details",
         "gemini",
+        "long integer in prose",
+        "long integer argument",
+        "output not a list",
+        "content not a list",
     ],
 )
 def test_no_model_output_raises_out_of_the_orchestrator(output: Any, expected: str | None) -> None:

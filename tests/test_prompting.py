@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sample_drivers import Calculator, Speaker
 
-from mcs_host import Orchestrator, Prompts
+from mcs_host import Orchestrator, Prompts, Tool
 
 
 def stack(**options: object) -> Orchestrator:
@@ -40,6 +40,15 @@ def test_compact_text_for_small_models() -> None:
         "add(a: number, b: number) - Add two numbers.",
         "echo(text: string, loud?: boolean, to?: string|null) - Say a text back.",
     ]
+
+
+def test_a_blank_description_renders_without_a_summary() -> None:
+    class Blank(Calculator):
+        def list_tools(self) -> list[Tool]:
+            return [Tool(name="ping", description="   ")]
+
+    text = Orchestrator({"blank": Blank()}).get_function_description("llama3.2:1b")
+    assert text.splitlines() == ["ping()"]
 
 
 def test_a_project_overrides_the_prompt_texts(tmp_path: Path) -> None:

@@ -239,10 +239,17 @@ def test_one_of_takes_exactly_one_form_and_any_of_the_first() -> None:
         ({"minLength": "3"}, "minLength must be a non-negative integer, not '3'"),
         ({"maxItems": -1}, "maxItems must be a non-negative integer, not -1"),
         ({"enum": "C"}, "enum must be a list, not 'C'"),
+        ({"properties": [1]}, "properties must be an object, not [1]"),
+        ({"required": "ab"}, "required must be a list, not 'ab'"),
+        (
+            {"$ref": "#/properties/y"},
+            "refers back to itself through ['#/properties/x', '#/properties/y']",
+        ),
     ],
 )
 def test_a_schema_that_cannot_be_checked_is_refused_when_compiled(
     keyword: dict[str, Any], message: str
 ) -> None:
+    loop = {"$ref": "#/properties/x"}  # y refers to x: with x -> y, a cycle
     with pytest.raises(ValueError, match=re.escape(message)):
-        compile_schema({"type": "object", "properties": {"x": keyword}})
+        compile_schema({"type": "object", "properties": {"x": keyword, "y": loop}})
