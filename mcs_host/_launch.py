@@ -1,5 +1,13 @@
 """The ``mcs-host`` console script.
 
+Before it imports anything else, the command line locks the process down: the import gate
+(:mod:`mcs_host._gate`) lets it run only the standard library, the host's own installation
+and what the host verifies or its policy allows, so a module planted in site-packages under
+a name some library probes for (``nt``, ``_winapi``, ``org``, ``bcrypt``...) never runs; and
+the unsafe first ``sys.path`` entry (the script's directory, or the current directory under
+``python -m``) is dropped unless the host itself was loaded from it. ``mcs-host check``, which
+runs a driver's code on purpose, is not locked down.
+
 ``mcs-host list`` with only ``--json`` and ``--path`` is answered here from metadata, without
 importing typer or pydantic (together ~70 ms, more than the listing itself); every other
 command line, including anything ``list`` would reject, goes to :mod:`mcs_host.cli`.
@@ -7,17 +15,21 @@ command line, including anything ``list`` would reject, goes to :mod:`mcs_host.c
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+
+from ._gate import gate
 
 __all__ = ["main"]
 
+_RUNS_DRIVER_CODE = frozenset({"check"})
+"""Commands that import a driver's code on purpose, outside the trust pipeline."""
 
-def main(argv: Sequence[str] | None = None) -> None:
+
+def main(argv: list[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if not (args and args[0] in _RUNS_DRIVER_CODE):
+        _isolate()
     plain = _plain_list(args)
     if plain is None:
         from .cli import main as cli_main  # noqa: PLC0415 - only when the fast path cannot answer
@@ -32,10 +44,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.stdout.flush()
 
 
-def _plain_list(args: list[str]) -> tuple[bool, list[Path]] | None:
+def _isolate() -> None:
+    """Lock the process down and drop the unsafe first path entry (as ``python -P`` would)."""
+    gate().lock_down()
+    if sys.flags.safe_path or not sys.path:
+        return
+    import os  # noqa: PLC0415 - already imported by the interpreter's start-up
+
+    first = os.path.realpath(sys.path[0] or os.getcwd())
+    host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if first != host_root:
+        del sys.path[0]
+
+
+def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:
     """``(as_json, paths)`` for a ``list`` command line typer would accept as it is, else None."""
     if not args or args[0] != "list":
         return None
+    import os  # noqa: PLC0415
+
     as_json, paths = False, []
     rest = iter(args[1:])
     for arg in rest:
@@ -45,9 +72,9 @@ def _plain_list(args: list[str]) -> tuple[bool, list[Path]] | None:
             value = next(rest, None)
             if value is None or value.startswith("-"):
                 return None
-            paths.append(Path(value))
+            paths.append(value)
         elif arg.startswith("--path="):
-            paths.append(Path(arg.removeprefix("--path=")))
+            paths.append(arg.removeprefix("--path="))
         else:
             return None
     if any(os.path.isfile(p) for p in paths):

@@ -13,14 +13,13 @@ import typer
 
 from . import __version__
 from ._listing import render_listing, table
-from .discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, declare, discover
+from .discovery import PLUGIN_GROUP, discover
 
 if TYPE_CHECKING:
     from .config import HostConfig
     from .contract import DriverResponse
-    from .host import Loaded, LoadReport
-    from .registry import RegistryError, TrustLabel
-    from .verification import Verification
+    from .host import Loaded, LoadReport, VerifyRecord, VerifyReport
+    from .registry import TrustLabel
 
 app = typer.Typer(
     name="mcs-host",
@@ -205,107 +204,133 @@ def verify_drivers(
     allow_unverified: AllowUnverifiedOption = None,
     allow_extensions: AllowExtensionsOption = None,
 ) -> None:
-    """Check each driver's installed files against the registries, without importing it.
+    """Check each driver and host plugin, and what it depends on, against the registries,
+    without importing any of them.
 
-    Exits 1 when a requested driver may not be loaded.
+    Exits 0 only when every one asked for may be loaded and would run nothing but verified
+    code (and the host's); 1 otherwise.
     """
-    from .verification import TrustPolicy, verify
+    from .host import Host
 
     settings = _config(
         config, registry, registry_key, threshold, allow_unverified, allow_extensions
     )
-    index, errors, paths = settings.trust_index()
-    found = declare(
-        discover(path),
-        (
-            (e.label, e.distribution, e.object)
-            for e in index.entries.values()
-            if e.group == ENTRY_POINT_GROUP
-        ),
-    )
-    wanted = list(labels or ())
-    missing = [label for label in wanted if not found.get(label)]
-    policy = TrustPolicy(
-        allow_unverified=settings.trust.allow_unverified,
-        allow_extensions=settings.trust.allow_extensions,
-    )
-    results = verify(found, index, policy, wanted)
+    search = [os.fspath(p) for p in path] if path else None
+    report = Host(settings, search_path=search).verify(list(labels or ()))
     if as_json:
-        typer.echo(json.dumps(_verify_json(paths, errors, results, missing), indent=2))
+        typer.echo(json.dumps(_verify_json(report), indent=2))
     else:
-        typer.echo(_verify_text(paths, errors, results, missing))
-    if missing or any(not r.allowed for r in results):
+        typer.echo(_verify_text(report))
+    if not report.ok:
         raise typer.Exit(1)
 
 
-def _verify_json(
-    paths: Sequence[str],
-    errors: Sequence[RegistryError],
-    results: Sequence[Verification],
-    missing: Sequence[str],
-) -> dict[str, Any]:
+def _verify_json(report: VerifyReport) -> dict[str, Any]:
+    def record(r: VerifyRecord) -> dict[str, Any]:
+        v = r.verification
+        return {
+            "label": r.label,
+            "kind": r.kind,
+            "distribution": v.candidate.distribution,
+            "version": v.candidate.version,
+            "status": v.status,
+            "allowed": v.allowed,
+            "loadable": r.loadable,
+            "verified": r.verified,
+            "reason": v.reason,
+            "message": v.message,
+            "refusal": {"reason": r.refusal[0], "message": r.refusal[1]} if r.refusal else None,
+            "unverified": list(r.unverified),
+            "driver_id": v.driver_id,
+            "trust": v.trust_label,
+            "digest": v.digest,
+            "files": v.scan.digest.files if v.scan and v.scan.digest else None,
+            "bytes": v.scan.digest.bytes if v.scan and v.scan.digest else None,
+            "signers": list(v.signers),
+            "findings": [
+                {"code": f.code, "path": f.path, "message": f.message}
+                for f in (v.scan.findings if v.scan else ())
+            ],
+            "extensions": list(v.scan.extensions) if v.scan else [],
+            "dependencies": [
+                {
+                    "distribution": d.distribution,
+                    "version": d.version,
+                    "required_by": d.required_by,
+                    "declared": d.declared,
+                    "status": d.status,
+                    "reason": d.reason,
+                    "message": d.message,
+                }
+                for d in r.dependencies
+            ],
+            "warnings": list(v.warnings),
+        }
+
     return {
-        "registries": list(paths),
-        "registry_errors": [{"reason": e.reason, "message": str(e)} for e in errors],
-        "missing": list(missing),
-        "drivers": [
-            {
-                "label": r.label,
-                "distribution": r.candidate.distribution,
-                "version": r.candidate.version,
-                "status": r.status,
-                "allowed": r.allowed,
-                "reason": r.reason,
-                "message": r.message,
-                "driver_id": r.driver_id,
-                "trust": r.trust_label,
-                "digest": r.digest,
-                "files": r.scan.digest.files if r.scan and r.scan.digest else None,
-                "bytes": r.scan.digest.bytes if r.scan and r.scan.digest else None,
-                "signers": list(r.signers),
-                "findings": [
-                    {"code": f.code, "path": f.path, "message": f.message}
-                    for f in (r.scan.findings if r.scan else ())
-                ],
-                "extensions": list(r.scan.extensions) if r.scan else [],
-                "warnings": list(r.warnings),
-            }
-            for r in results
+        "ok": report.ok,
+        "registries": list(report.registries),
+        "registry_errors": [
+            {"reason": reason, "message": message} for reason, message in report.registry_errors
         ],
+        "missing": list(report.missing),
+        "drivers": [record(r) for r in report.records if r.kind == "driver"],
+        "plugins": [record(r) for r in report.records if r.kind == "plugin"],
+        "environment": list(report.environment),
+        "startup": [{"path": path, "what": what} for path, what in report.startup],
     }
 
 
-def _verify_text(
-    paths: Sequence[str],
-    errors: Sequence[RegistryError],
-    results: Sequence[Verification],
-    missing: Sequence[str],
-) -> str:
-    lines = [f"Registries: {', '.join(paths) if paths else 'none'}"]
-    lines += [f"  refused: {error}" for error in errors]
+def _verify_text(report: VerifyReport) -> str:
+    lines = [f"Registries: {', '.join(report.registries) if report.registries else 'none'}"]
+    lines += [f"  refused: {message}" for _, message in report.registry_errors]
     lines.append("")
-    rows = [
-        [
-            r.label,
-            r.candidate.distribution,
-            r.candidate.version,
-            r.status
-            if r.allowed or r.status in ("revoked", "rejected")
-            else f"{r.status} (refused)",
-            r.trust_label or "-",
-            (r.digest or "-")[:19],
-        ]
-        for r in results
-    ]
+    rows = []
+    for r in report.records:
+        v = r.verification
+        status = str(v.status)
+        if v.status not in ("revoked", "rejected") and not r.loadable:
+            status += " (refused)"
+        rows.append(
+            [
+                r.label,
+                r.kind,
+                v.candidate.distribution,
+                v.candidate.version,
+                status,
+                v.trust_label or "-",
+                (v.digest or "-")[:19],
+            ]
+        )
     if rows:
-        lines += table(["LABEL", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"], rows)
+        headers = ["LABEL", "KIND", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"]
+        lines += table(headers, rows)
         lines.append("")
-    for r in results:
-        lines.append(f"{r.label}: {r.reason}: {r.message}")
-        lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
-    lines += [f"{label}: no driver has this label" for label in missing]
-    ok = sum(r.allowed for r in results)
-    lines.append(f"{ok} of {len(results) + len(missing)} drivers may be loaded.")
+    for r in report.records:
+        v = r.verification
+        lines.append(f"{r.label}: {v.reason}: {v.message}")
+        lines += [f"{r.label}: WARNING: {w}" for w in v.warnings]
+        if r.refusal is not None:
+            lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
+        elif r.loadable:
+            lines += [f"{r.label}: UNVERIFIED CODE would run: {u}" for u in r.unverified]
+    lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
+    if report.environment:
+        lines.append("Host installation (ignored, grants nothing):")
+        lines += [f"  {finding}" for finding in report.environment]
+    if report.startup:
+        lines.append("Start-up code (the interpreter runs it before any host can act):")
+        lines += [f"  {path} {what}" for path, what in report.startup]
+    for kind, noun in (("driver", "drivers"), ("plugin", "host plugins")):
+        records = [r for r in report.records if r.kind == kind]
+        total = len(records) + (len(report.missing) if kind == "driver" else 0)
+        if kind == "plugin" and not records:
+            continue
+        loadable = sum(r.loadable for r in records)
+        verified = sum(r.verified for r in records)
+        lines.append(
+            f"{loadable} of {total} {noun} may be loaded; {verified} would run only verified code."
+        )
     return "\n".join(lines)
 
 

@@ -2,12 +2,16 @@
 
 Before import, :func:`check_dependencies` walks the driver distribution's requirements (and
 those the registry says it needs without declaring them), transitively. A distribution of the
-host's own environment (mcs-host and what it requires) is trusted as the host is; any other is
-verified like a driver: its installed files, then the registry's ``libraries`` pins. A pinned
-dependency's modules are then imported through the verified importer as well.
+host's own installation (mcs-host and what it requires, as the running host resolved them; see
+:mod:`mcs_host._origins`) is trusted as the host is — by its installed copy, never by its
+name; any other is verified like a driver: its installed files, then the registry's
+``libraries`` pins. :func:`judge_dependencies` says what the trust policy makes of the checks,
+for ``load`` and ``verify`` alike. A pinned dependency's modules are imported through the
+verified importer as well; an unverified one the policy allows is imported from its files,
+which the import gate is told to allow.
 
-After import, :func:`unverified_imports` names every module that was loaded from neither the
-standard library, the host's environment, nor verified bytes.
+:func:`unverified_imports` names modules loaded from neither the standard library, the host's
+installation nor verified bytes, judged by where their files are.
 """
 
 from __future__ import annotations
@@ -16,27 +20,28 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from importlib import metadata
 from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from . import _origins
 from .discovery import (
     installed_distribution,
-    installed_projects,
     normalize_name,
     requires_dist,
 )
-from .importer import is_verified_module
+from .importer import extension_module_files, is_verified_module
 from .integrity import ModuleFile, TreeScan, editable_source, module_files, scan_installed
 from .registry import ReleaseEntry, TrustIndex
-from .verification import release_decision
+from .verification import TrustPolicy, release_decision
 
 __all__ = [
     "DependencyCheck",
+    "DependencyJudgment",
     "check_dependencies",
     "host_environment",
+    "judge_dependencies",
     "unverified_imports",
 ]
 
@@ -59,24 +64,17 @@ class DependencyCheck:
     location: str | None = None
     metadata_path: str | None = None
     modules: tuple[ModuleFile, ...] = ()
-    extensions: tuple[str, ...] = ()
-    """Its verified extension modules (paths under ``location``)."""
+    extensions: tuple[ModuleFile, ...] = ()
+    """Its verified extension modules."""
+    files: tuple[str, ...] = ()
+    """Its installed files (paths under ``location``), read for a dependency the policy may
+    allow though unverified."""
 
 
-@cache
 def host_environment() -> frozenset[str]:
-    """mcs-host and every distribution it requires, transitively, as installed on sys.path."""
-    installed = installed_projects(sys.path)
-    found: set[str] = set()
-    queue = ["mcs-host"]
-    while queue:
-        project = queue.pop()
-        if project in found:
-            continue
-        found.add(project)
-        if project in installed:
-            queue.extend(name for name, _ in _required(requires_dist(installed[project])))
-    return frozenset(found)
+    """mcs-host and every distribution it requires, transitively: the running host's own
+    installation (a distribution that only says it is mcs-host is not among them)."""
+    return frozenset(_origins.host_install().distributions)
 
 
 def check_dependencies(
@@ -85,11 +83,15 @@ def check_dependencies(
     index: TrustIndex,
     search_path: Sequence[str],
     undeclared: Iterable[str] = (),
-    host: frozenset[str] | None = None,
+    host: Mapping[str, str] | None = None,
     scans: dict[str, TreeScan] | None = None,
 ) -> tuple[DependencyCheck, ...]:
-    """Every distribution the driver in ``metadata_path`` needs, outside the host's own."""
-    trusted = host_environment() if host is None else host
+    """Every distribution the driver in ``metadata_path`` needs, outside the host's own.
+
+    ``host`` maps the host's distributions to their ``*.dist-info`` (default: the running
+    host's); a dependency is the host's only when the copy found is that very one.
+    """
+    trusted = _origins.host_install().distributions if host is None else host
     scans = {} if scans is None else scans
     queue: list[tuple[str, str, bool]] = [
         (name, distribution, True) for name, _ in _required(requires_dist(metadata_path))
@@ -99,9 +101,15 @@ def check_dependencies(
     checks: list[DependencyCheck] = []
     while queue:
         project, required_by, declared = queue.pop(0)
-        if project in seen or project in trusted:
+        if project in seen:
             continue
         seen.add(project)
+        if project == "mcs-host":
+            continue  # the running host itself; the import gate judges its files
+        if project in trusted:
+            found = installed_distribution(project, search_path)
+            if found is None or os.path.realpath(found[2]) == os.path.realpath(trusted[project]):
+                continue  # the host's own copy (or the host's, found beyond the search path)
         check = _check(project, required_by, declared, index, search_path, scans)
         checks.append(check)
         if check.metadata_path is not None:
@@ -149,14 +157,15 @@ def _check(
         reason = first.code if first else "unreadable"
         message = first.message if first else f"the files of {name} could not all be read"
         return _with(base, "rejected", reason, message)
+    files = tuple(entry.path for entry in scan.digest.entries)
     for conflict in index.conflicts.get(project, ()):
         return _with(base, "rejected", "registry-conflict", conflict)
     entry = _entry(index, project)
     if entry is None:
-        return _with(base, "unverified", "not-in-registry", f"no registry pins {name}")
+        return _with(base, "unverified", "not-in-registry", f"no registry pins {name}", files)
     decision = release_decision(entry, name, version, scan.digest)
     if decision is None:
-        return _with(base, "unverified", "no-pin", f"{name} {version} is not pinned")
+        return _with(base, "unverified", "no-pin", f"{name} {version} is not pinned", files)
     if decision[0] != "pinned":
         status: DependencyStatus = "revoked" if decision[0] == "revoked" else "rejected"
         return _with(base, status, decision[1], decision[2])
@@ -171,12 +180,16 @@ def _check(
         location,
         dist_info,
         module_files(scan.digest),
-        scan.extensions,
+        extension_module_files(scan.digest),
     )
 
 
 def _with(
-    base: DependencyCheck, status: DependencyStatus, reason: str, message: str
+    base: DependencyCheck,
+    status: DependencyStatus,
+    reason: str,
+    message: str,
+    files: tuple[str, ...] = (),
 ) -> DependencyCheck:
     return DependencyCheck(
         base.distribution,
@@ -188,7 +201,61 @@ def _with(
         base.version,
         base.location,
         base.metadata_path,
+        files=files,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyJudgment:
+    """What the trust policy makes of a driver's dependency checks."""
+
+    refusal: tuple[str, str, str] | None
+    """``(status, reason, message)`` when the driver may not be loaded: ``failed`` for a
+    missing dependency, ``rejected`` for one refused."""
+    unverified: tuple[DependencyCheck, ...]
+    """Unverified dependencies the policy lets the driver import (their code would run)."""
+    notes: tuple[str, ...]
+    """Warnings: undeclared and unverified dependencies."""
+
+
+def judge_dependencies(
+    checks: Iterable[DependencyCheck], policy: TrustPolicy, *, refuse_unverified: bool
+) -> DependencyJudgment:
+    """Apply the policy to ``checks``: a missing dependency fails the driver; a rejected or
+    revoked one, a pinned one with extension modules the policy does not allow, or (when
+    ``refuse_unverified``) an unverified one rejects it; the rest are notes."""
+    notes: list[str] = []
+    unverified: list[DependencyCheck] = []
+    for check in checks:
+        if check.status == "missing":
+            return DependencyJudgment(("failed", "missing-dependency", check.message), (), ())
+        if check.status in ("rejected", "revoked"):
+            message = (
+                f"dependency {check.distribution} {check.version}: {check.reason}: {check.message}"
+            )
+            return DependencyJudgment(("rejected", "dependency-rejected", message), (), ())
+        if check.extensions and not policy.allow_extensions:
+            names = ", ".join(m.path for m in check.extensions)
+            message = (
+                f"dependency {check.distribution} {check.version} ships extension modules "
+                f"({names}); the policy does not allow them"
+            )
+            return DependencyJudgment(("rejected", "extension-module", message), (), ())
+        if not check.declared:
+            notes.append(
+                f"undeclared-dependency: {check.required_by} needs {check.distribution} "
+                "without declaring it (the registry says so)"
+            )
+        if check.status == "unverified":
+            message = (
+                f"dependency {check.distribution} {check.version} is unverified "
+                f"({check.reason}: {check.message})"
+            )
+            if refuse_unverified:
+                return DependencyJudgment(("rejected", "unverified-dependency", message), (), ())
+            notes.append(f"unverified-dependency: {message}")
+            unverified.append(check)
+    return DependencyJudgment(None, tuple(unverified), tuple(notes))
 
 
 def _entry(index: TrustIndex, project: str) -> ReleaseEntry | None:
@@ -212,30 +279,27 @@ def _required(lines: Iterable[str]) -> list[tuple[str, Requirement]]:
     return out
 
 
-def unverified_imports(
-    names: Iterable[str], host: frozenset[str] | None = None
-) -> dict[str, list[str]]:
+def unverified_imports(names: Iterable[str]) -> dict[str, list[str]]:
     """Of the module ``names`` just imported, those loaded from neither the standard library,
-    the host's environment, nor verified bytes, by the distribution that ships them."""
-    trusted = host_environment() if host is None else host
+    the host's installation, nor verified bytes (judged by their files, never their names),
+    by the distribution that ships them."""
+    host = _origins.host_install()
     owners: Mapping[str, list[str]] | None = None  # read only when a module needs an owner
     found: dict[str, list[str]] = {}
     for name in sorted(names):
         module = sys.modules.get(name)
         spec = getattr(module, "__spec__", None)
-        top = name.partition(".")[0]
-        if top in sys.stdlib_module_names or name in sys.builtin_module_names:
-            continue
         if spec is None or spec.origin in (None, "built-in", "frozen") or not spec.has_location:
             continue  # namespace packages and the like run no code of their own
         if is_verified_module(module):
             continue
+        real = _origins.real_file(spec.origin)
+        if _origins.is_stdlib(real) or host.owns(real):
+            continue
         if owners is None:
             owners = _top_level_owners()
-        candidates = owners.get(top, [])
+        candidates = owners.get(name.partition(".")[0], [])
         owner = _owner(spec.origin, candidates) if len(candidates) > 1 else (candidates or ["?"])[0]
-        if owner in trusted:
-            continue
         found.setdefault(owner, []).append(name)
     return found
 

@@ -27,6 +27,7 @@ __all__ = [
     "Problem",
     "declare",
     "discover",
+    "installed_copies",
     "installed_distribution",
     "installed_projects",
     "is_valid_label",
@@ -224,6 +225,15 @@ def installed_projects(path: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for installed in _installed(path):
         found.setdefault(installed.project, installed.metadata_path)
+    return found
+
+
+def installed_copies(path: Sequence[str]) -> dict[str, list[str]]:
+    """Every distribution on ``path`` by PEP 503 name: the metadata directories of all its
+    copies, in path order (more than one: which is meant is ambiguous)."""
+    found: dict[str, list[str]] = {}
+    for installed in _installed(path):
+        found.setdefault(installed.project, []).append(installed.metadata_path)
     return found
 
 

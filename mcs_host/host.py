@@ -9,6 +9,7 @@ required driver that does not mount. Drivers not asked for are never verified no
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -22,8 +23,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from . import __version__, _bounded
+from . import __version__, _bounded, _origins
 from ._bounded import Hung, call_bounded
+from ._gate import gate
 from .calls import ToolCall
 from .compat import (
     Incompatibility,
@@ -34,7 +36,7 @@ from .compat import (
 )
 from .config import DriverSettings, HostConfig, load_config, override_config
 from .contract import Tool, implemented_capabilities
-from .dependencies import check_dependencies, unverified_imports
+from .dependencies import DependencyCheck, check_dependencies, judge_dependencies
 from .discovery import (
     ENTRY_POINT_GROUP,
     LABEL_RULE,
@@ -47,14 +49,28 @@ from .discovery import (
     normalize_name,
 )
 from .hooks import PluginError, plugin_manager, register_plugin
-from .importer import IntegrityError, check_runtime_meta, import_driver, verified_importer
+from .importer import (
+    IntegrityError,
+    check_runtime_meta,
+    import_driver,
+    refuse_imported_elsewhere,
+)
 from .integrity import TreeScan
 from .orchestrator import Orchestrator, is_standalone_driver, is_tool_driver
 from .reference import ReferenceToolDriver, is_reference_driver
 from .registry import TrustIndex
 from .verification import TrustPolicy, Verification, verify_candidate
 
-__all__ = ["Host", "LoadError", "LoadRecord", "LoadReport", "Loaded", "load_drivers"]
+__all__ = [
+    "Host",
+    "LoadError",
+    "LoadRecord",
+    "LoadReport",
+    "Loaded",
+    "VerifyRecord",
+    "VerifyReport",
+    "load_drivers",
+]
 
 Status = Literal["mounted", "skipped", "rejected", "failed"]
 
@@ -97,6 +113,9 @@ class LoadReport:
     registry_errors: tuple[str, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds for the shared stages: plugins, registries, discover, and the total."""
+    environment: tuple[str, ...] = ()
+    """What the host ignored about its own installation (a second or fake mcs-host
+    distribution, a requirement installed twice): it grants nothing."""
 
     @property
     def ok(self) -> bool:
@@ -189,6 +208,136 @@ class Host:
         """
         return _Load(self, tuple(labels)).run()
 
+    def verify(self, labels: Sequence[str] = ()) -> VerifyReport:
+        """Decide, without importing anything, what :meth:`load` would run for the installed
+        drivers and host plugins (or only ``labels``): each one's verification, and its
+        dependencies judged by the same policy."""
+        return _verify(self, tuple(labels))
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRecord:
+    """What ``load`` would do with one installed driver or host plugin, decided before
+    import."""
+
+    verification: Verification
+    kind: Literal["driver", "plugin"] = "driver"
+    dependencies: tuple[DependencyCheck, ...] = ()
+    refusal: tuple[str, str] | None = None
+    """``(reason, message)`` when it passed verification but load would still refuse it (a
+    dependency missing, refused or not allowed)."""
+    unverified: tuple[str, ...] = ()
+    """The unverified code load would run for it: the driver itself when the policy allows
+    it unverified, and its unverified dependencies."""
+
+    @property
+    def label(self) -> str:
+        return self.verification.label
+
+    @property
+    def loadable(self) -> bool:
+        """Whether load would import it."""
+        return self.verification.allowed and self.refusal is None
+
+    @property
+    def verified(self) -> bool:
+        """Whether load would import it and run only verified code (and the host's)."""
+        return self.loadable and not self.unverified
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The outcome of :meth:`Host.verify`."""
+
+    records: tuple[VerifyRecord, ...]
+    missing: tuple[str, ...] = ()
+    """Labels asked for that no installed driver or plugin has."""
+    registries: tuple[str, ...] = ()
+    registry_errors: tuple[tuple[str, str], ...] = ()
+    """``(reason, message)`` of each registry left out."""
+    environment: tuple[str, ...] = ()
+    """What the host ignored about its own installation; it grants nothing."""
+    startup: tuple[tuple[str, str], ...] = ()
+    """``(path, what)``: code the interpreter runs at start-up, before any host can act."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether every driver asked for exists, may be loaded, and would run only verified
+        code."""
+        return not self.missing and all(r.verified for r in self.records)
+
+
+def _verify(host: Host, labels: tuple[str, ...]) -> VerifyReport:
+    config = host.config
+    index, errors, paths = config.trust_index()
+    policy = TrustPolicy(
+        allow_unverified=config.trust.allow_unverified,
+        allow_extensions=config.trust.allow_extensions,
+    )
+    refuse = config.strict or config.trust.dependencies == "refuse"
+    search = list(host.search_path or sys.path)
+    found = declare(
+        discover(host.search_path),
+        (
+            (e.label, e.distribution, e.object)
+            for e in index.entries.values()
+            if e.group == ENTRY_POINT_GROUP
+        ),
+    )
+    groups: list[tuple[Literal["driver", "plugin"], Discovery]] = [("driver", found)]
+    if config.plugins:
+        plugins = discover(host.search_path, group=PLUGIN_GROUP, require_object=False)
+        groups.append(("plugin", plugins))
+    scans: dict[str, TreeScan] = {}
+    records: list[VerifyRecord] = []
+    for kind, discovery in groups:
+        for candidate in discovery.candidates:
+            if labels and candidate.label not in labels:
+                continue
+            verification = verify_candidate(candidate, discovery, index, policy, scans)
+            records.append(_verify_record(kind, verification, index, policy, refuse, search, scans))
+    known = {r.label for r in records}
+    return VerifyReport(
+        tuple(records),
+        tuple(label for label in labels if label not in known),
+        tuple(paths),
+        tuple((e.reason, str(e)) for e in errors),
+        _origins.host_install().findings,
+        _origins.startup_findings(search),
+    )
+
+
+def _verify_record(
+    kind: Literal["driver", "plugin"],
+    verification: Verification,
+    index: TrustIndex,
+    policy: TrustPolicy,
+    refuse: bool,
+    search: list[str],
+    scans: dict[str, TreeScan],
+) -> VerifyRecord:
+    if not verification.allowed:
+        return VerifyRecord(verification, kind)
+    candidate = verification.candidate
+    entry = index.entries.get(verification.driver_id or "")
+    checks = check_dependencies(
+        candidate.distribution,
+        candidate.metadata_path,
+        index,
+        search,
+        entry.requires if entry else (),
+        scans=scans,
+    )
+    judged = judge_dependencies(checks, policy, refuse_unverified=refuse)
+    refusal = judged.refusal[1:] if judged.refusal is not None else None
+    unverified = [
+        f"dependency {c.distribution} {c.version} ({c.reason}: {c.message})"
+        for c in judged.unverified
+    ]
+    if verification.status not in ("pinned", "signed"):
+        unverified.insert(0, f"the {kind} itself ({verification.reason}: {verification.message})")
+    return VerifyRecord(verification, kind, checks, refusal, tuple(unverified))
+
 
 def load_drivers(
     config: HostConfig | str | Path | None = None,
@@ -227,6 +376,7 @@ class _Load:
         )
         self.scans: dict[str, TreeScan] = {}
         self.index = TrustIndex()
+        self.gate = gate()
 
     def run(self) -> Loaded:
         started = time.perf_counter()
@@ -265,8 +415,14 @@ class _Load:
             records.append(record)
         errors = self._errors(records, found)
         timings["total"] = time.perf_counter() - started
+        errors += self._plugin_errors(plugins)
         report = LoadReport(
-            tuple(records), tuple(plugins), tuple(errors), tuple(registry_errors), timings
+            tuple(records),
+            tuple(plugins),
+            tuple(errors),
+            tuple(registry_errors),
+            timings,
+            _origins.host_install().findings,
         )
         try:
             self.manager.hook.mcs_host_loaded(report=report)
@@ -341,25 +497,42 @@ class _Load:
             return replace(
                 base, status="rejected", reason=verification.reason, message=verification.message
             )
+        notes = list(verification.warnings)
+        mark = self.gate.mark()
         try:
+            self._dependencies(candidate, verification, notes)
             plugin = import_driver(verification)
             if isinstance(plugin, type):
                 plugin = plugin()
+            self._gate_notes(mark, notes, candidate.distribution)
             register_plugin(self.manager, plugin, candidate.label)
+        except _Refused as refused:
+            return replace(
+                base,
+                status=refused.status,
+                reason=refused.reason,
+                message=refused.message,
+                warnings=tuple(notes),
+            )
         except PluginError as exc:
             return replace(base, reason="invalid-plugin", message=str(exc))
         except IntegrityError as exc:
             return replace(base, status="rejected", reason="integrity", message=str(exc))
         except (Exception, SystemExit) as exc:
+            self._gate_notes(mark, notes, candidate.distribution, judge=False)
             return replace(
-                base, reason="import-error", message=_summary(exc), traceback=_trace(exc)
+                base,
+                reason="import-error",
+                message=_summary(exc),
+                traceback=_trace(exc),
+                warnings=tuple(notes),
             )
         return replace(
             base,
             status="mounted",
             reason="mounted",
             message=verification.message,
-            warnings=verification.warnings,
+            warnings=tuple(notes),
         )
 
     def _consent(self, call: ToolCall) -> bool | str | ToolCall:
@@ -457,20 +630,23 @@ class _Load:
             )
         timings: dict[str, float] = {}
         notes: list[str] = []
+        mark = self.gate.mark()
         try:
-            before: set[str] | None = None
             if plan.obj is not None:
                 obj: object = plan.obj
                 verification = None
             else:
-                obj, verification, before = self._import(plan, candidates, found, timings, notes)
+                obj, verification = self._import(plan, candidates, found, timings, notes)
                 record = replace(record, trust=verification.status)
             driver, tools, health = self._activate(
                 plan, obj, record.version, verification, timings, notes
             )
-            if verification is not None and before is not None:
-                self._check_imports(verification, before, notes)
+            if verification is not None:
+                self._gate_notes(mark, notes, verification.candidate.distribution)
         except _Refused as refused:
+            if refused.reason != "import-refused":
+                own = candidate.distribution if candidate is not None else ""
+                self._gate_notes(mark, notes, own, judge=False)
             return (
                 replace(
                     record,
@@ -508,9 +684,8 @@ class _Load:
         found: Discovery,
         timings: dict[str, float],
         notes: list[str],
-    ) -> tuple[object, Verification, set[str]]:
-        """Verify, check and import the driver: the object, its verification, and the
-        modules loaded before its import (to see what it brought in)."""
+    ) -> tuple[object, Verification]:
+        """Verify, check and import the driver: the object and its verification."""
         if not candidates:
             raise _Refused(
                 "failed", "not-installed", f"no installed driver has the label {plan.driver!r}"
@@ -539,7 +714,6 @@ class _Load:
                 raise _Refused("rejected", problem.code, problem.message)
         with _timed(timings, "dependencies"):
             self._dependencies(candidate, verification, notes)
-        before = set(sys.modules)
         with _timed(timings, "import"):
             try:
                 obj = import_driver(verification)
@@ -555,7 +729,7 @@ class _Load:
         mismatch = check_runtime_meta(obj, verification)
         if mismatch is not None:
             raise _Refused("rejected", "meta-mismatch", mismatch)
-        return obj, verification, before
+        return obj, verification
 
     def _activate(
         self,
@@ -644,7 +818,8 @@ class _Load:
     def _dependencies(
         self, candidate: Candidate, verification: Verification, notes: list[str]
     ) -> None:
-        """Verify what the driver needs; register pinned dependencies for verified import."""
+        """Verify what the driver needs: register pinned dependencies for verified import and
+        tell the import gate which unverified ones the policy lets it import."""
         entry = self.index.entries.get(verification.driver_id or "")
         checks = check_dependencies(
             candidate.distribution,
@@ -654,48 +829,46 @@ class _Load:
             entry.requires if entry else (),
             scans=self.scans,
         )
-        for check in checks:
-            if check.status == "missing":
-                raise _Refused("failed", "missing-dependency", check.message)
-            if check.status in ("rejected", "revoked"):
-                raise _Refused(
-                    "rejected",
-                    "dependency-rejected",
-                    f"dependency {check.distribution} {check.version}: {check.reason}: "
-                    f"{check.message}",
-                )
-            if not check.declared:
-                notes.append(
-                    f"undeclared-dependency: {check.required_by} needs {check.distribution} "
-                    "without declaring it (the registry says so)"
-                )
-            if check.status == "pinned" and check.location is not None:
-                try:
-                    verified_importer().register(check.location, check.modules, check.extensions)
-                except IntegrityError as exc:
-                    raise _Refused("rejected", "integrity", str(exc)) from None
-            elif check.status == "unverified":
-                message = (
-                    f"dependency {check.distribution} {check.version} is unverified "
-                    f"({check.reason}: {check.message})"
-                )
-                if self.refuse_unverified_code:
-                    raise _Refused("rejected", "unverified-dependency", message)
-                notes.append(f"unverified-dependency: {message}")
+        judged = judge_dependencies(
+            checks, self.policy, refuse_unverified=self.refuse_unverified_code
+        )
+        if judged.refusal is not None:
+            status, reason, message = judged.refusal
+            raise _Refused(status, reason, message)  # type: ignore[arg-type]
+        notes.extend(judged.notes)
+        try:
+            for check in checks:
+                if check.status == "pinned" and check.location is not None:
+                    owner = f"{check.distribution} {check.version}"
+                    self.gate.register(check.location, check.modules, check.extensions, owner)
+                    refuse_imported_elsewhere(self.gate, check.modules, check.extensions)
+        except IntegrityError as exc:
+            raise _Refused("rejected", "integrity", str(exc)) from None
+        for check in judged.unverified:
+            _allow_dependency(check, candidate)
 
-    def _check_imports(
-        self, verification: Verification, before: set[str], notes: list[str]
+    def _gate_notes(
+        self, mark: int, notes: list[str], own: str = "", *, judge: bool = True
     ) -> None:
-        """Name the modules this driver brought in from unverified distributions."""
-        if verification.status not in ("pinned", "signed"):
-            return
-        found = unverified_imports(set(sys.modules) - before)
-        for owner, names in sorted(found.items()):
-            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            message = f"imported {shown} from {owner}, which is not verified"
-            if self.refuse_unverified_code:
-                raise _Refused("rejected", "unverified-import", message)
-            notes.append(f"unverified-import: {message}")
+        """Note what the import gate refused and allowed since ``mark`` (except the modules
+        of ``own``, the driver itself); a refusal rejects the driver where unverified code is
+        refused (``judge``), else it is a warning."""
+        for allowed in self.gate.allowed(mark):
+            if allowed.distribution == own:
+                continue
+            note = (
+                f"unverified-import: imported {allowed.module} from {allowed.distribution} "
+                f"({allowed.why}), which is not verified"
+            )
+            if note not in notes:
+                notes.append(note)
+        refused = self.gate.refusals(mark)
+        for refusal in refused:
+            note = f"import-refused: {refusal.message}"
+            if note not in notes:
+                notes.append(note)
+        if judge and refused and self.refuse_unverified_code:
+            raise _Refused("rejected", "import-refused", refused[0].message)
 
     def _instantiate(self, obj: object, settings: DriverSettings, timeout: float) -> object:
         if isinstance(obj, type) or (callable(obj) and not _looks_like_driver(obj)):
@@ -743,6 +916,16 @@ class _Load:
 
     # -- errors --------------------------------------------------------------------------------
 
+    def _plugin_errors(self, plugins: Sequence[LoadRecord]) -> list[str]:
+        """In strict mode a host plugin that is refused or fails is an error, as a driver is."""
+        if not self.config.strict:
+            return []
+        return [
+            f"host plugin {r.label}: {r.reason}: {r.message}"
+            for r in plugins
+            if r.status in ("rejected", "failed")
+        ]
+
     def _errors(self, records: Sequence[LoadRecord], found: Discovery) -> list[str]:
         errors: list[str] = []
         by_label = {r.label: r for r in records}
@@ -763,6 +946,16 @@ class _Load:
             if self.config.strict and record.status in ("rejected", "failed"):
                 errors.append(f"{record.label}: {record.reason}: {record.message}")
         return list(dict.fromkeys(errors))
+
+
+def _allow_dependency(check: DependencyCheck, candidate: Candidate) -> None:
+    """Tell the import gate the policy allows the unverified dependency ``check``."""
+    if check.location is None or check.metadata_path is None:
+        return
+    files = [os.path.join(check.location, *path.split("/")) for path in check.files]
+    tree = _origins.editable_tree(check.metadata_path)
+    why = f"an unverified dependency of {candidate.distribution} the policy allows"
+    gate().allow(files, check.distribution, why, [tree] if tree else [])
 
 
 def _listed(value: Any) -> Any:

@@ -1,34 +1,47 @@
-"""Import: a verified driver's modules are compiled from the bytes that were verified.
+"""Import: a verified driver's modules are loaded from the bytes that were verified.
 
-:class:`VerifiedImporter` sits first on ``sys.meta_path`` and claims the module names of
-verified distributions. Its loader opens each source file without following links, checks
-size and sha256 against the verified listing as it reads, and compiles those same bytes; a
-cached ``.pyc`` is never read nor written. A file swapped after verification therefore fails
-the import instead of running.
+The process-wide :class:`VerifiedImporter` (the import gate, first on ``sys.meta_path``)
+claims the module names of verified distributions and hands out the loaders defined here. A
+source module is read once without following links, checked for size and sha256 against the
+verified listing, and those same bytes are compiled; a cached ``.pyc`` is never read nor
+written. An extension module is read the same way into a private in-memory copy, and the
+dynamic linker loads that copy, so the bytes it runs are the bytes checked, whenever the
+module is first imported. Verified modules run with an ``import`` statement that also judges
+modules already imported by someone else.
 """
 
 from __future__ import annotations
 
+import _imp
 import hashlib
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib.machinery import EXTENSION_SUFFIXES
 from types import CodeType, ModuleType
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from ._gate import IntegrityError, VerifiedImporter, gate
+from ._origins import editable_tree
 from .contract import DriverMeta
-from .integrity import ModuleFile
+from .integrity import ModuleFile, TreeDigest
 from .verification import Verification
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 __all__ = [
     "IntegrityError",
     "VerifiedImporter",
     "check_runtime_meta",
+    "extension_module_files",
     "import_driver",
     "is_verified_module",
     "verified_importer",
@@ -36,10 +49,7 @@ __all__ = [
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-class IntegrityError(ImportError):
-    """A driver may not be imported, or its bytes changed after verification."""
+_CHUNK = 1024 * 1024
 
 
 class _VerifiedLoader(importlib.machinery.SourceFileLoader):
@@ -50,123 +60,136 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
         self.expected = expected
 
     def get_code(self, fullname: str) -> CodeType:
-        data = _read_verified(self.path, self.expected)
-        return compile(data, self.path, "exec", dont_inherit=True)
+        chunks: list[bytes] = []
+        _copy_verified(self.path, self.expected, chunks.append)
+        return compile(b"".join(chunks), self.path, "exec", dont_inherit=True)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__builtins__"] = gate().builtins_for_verified()
+        super().exec_module(module)
 
 
-def _read_verified(path: str, expected: ModuleFile) -> bytes:
+class _VerifiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
+    """Loads one extension module from a private copy of its verified bytes."""
+
+    def __init__(self, fullname: str, path: str, expected: ModuleFile) -> None:
+        super().__init__(fullname, path)
+        self.expected = expected
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        with _private_file() as (write, copy):
+            _copy_verified(self.path, self.expected, write)
+            stand_in = importlib.machinery.ModuleSpec(
+                spec.name, importlib.machinery.ExtensionFileLoader(spec.name, copy), origin=copy
+            )
+            module: ModuleType = _imp.create_dynamic(stand_in)
+        module.__file__ = self.path
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        _imp.exec_dynamic(module)
+
+
+def _copy_verified(path: str, expected: ModuleFile, write: Callable[[bytes], object]) -> None:
+    """Pass the bytes of ``path`` to ``write`` as they are read, then raise
+    :class:`IntegrityError` unless they were the verified size and sha256 (the caller uses
+    them only after this returns)."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     except OSError as exc:
         raise IntegrityError(f"{path} cannot be opened for import: {exc.strerror}") from None
+    digest = hashlib.sha256()
+    total = 0
     with os.fdopen(fd, "rb") as f:
-        data = f.read(expected.size + 1)
-    actual = hashlib.sha256(data).hexdigest()
-    if len(data) != expected.size or actual != expected.sha256:
+        while total <= expected.size and (chunk := f.read(min(_CHUNK, expected.size + 1 - total))):
+            digest.update(chunk)
+            write(chunk)
+            total += len(chunk)
+    actual = digest.hexdigest()
+    if total != expected.size or actual != expected.sha256:
         raise IntegrityError(
-            f"{path} changed after verification: sha256 {actual} ({len(data)} bytes), "
+            f"{path} changed after verification: sha256 {actual} ({total} bytes), "
             f"verified {expected.sha256} ({expected.size} bytes); not imported"
         )
-    return data
 
 
-class VerifiedImporter(importlib.abc.MetaPathFinder):
-    """A meta path finder for the modules of verified distributions."""
-
-    def __init__(self) -> None:
-        self._modules: dict[str, tuple[str, ModuleFile]] = {}
-        self._extensions: set[str] = set()
-
-    def register(
-        self, location: str, modules: Sequence[ModuleFile], extensions: Sequence[str] = ()
-    ) -> None:
-        """Claim ``modules``, installed under ``location``, for verified import; the
-        ``extensions`` (paths under ``location``) are the extension modules verified with
-        them, the only ones a verified package may load."""
-        for module in modules:
-            known = self._modules.get(module.name)
-            if known is not None and (known[0], known[1].path, known[1].sha256) != (
-                location,
-                module.path,
-                module.sha256,
-            ):
-                raise IntegrityError(
-                    f"module {module.name!r} is claimed by two verified distributions: "
-                    f"{known[0]}/{known[1].path} and {location}/{module.path}"
-                )
-        for module in modules:
-            self._modules[module.name] = (location, module)
-        self._extensions.update(
-            os.path.realpath(os.path.join(location, *path.split("/"))) for path in extensions
-        )
-
-    def claims(self, name: str) -> bool:
-        return name in self._modules
-
-    def install(self) -> None:
-        """Put this finder first on ``sys.meta_path``."""
-        if sys.meta_path and sys.meta_path[0] is self:
-            return
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        sys.meta_path.insert(0, self)
-
-    def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None = None,
-        target: ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
-        found = self._modules.get(fullname)
-        if found is None:
-            parent = fullname.rpartition(".")[0]
-            if parent in self._modules and self._modules[parent][1].package:
-                self._refuse_unverified_child(fullname, parent, path)
-            return None
-        location, module = found
-        origin = os.path.join(location, *module.path.split("/"))
-        return importlib.util.spec_from_file_location(
-            fullname,
-            origin,
-            loader=_VerifiedLoader(fullname, origin, module),
-            submodule_search_locations=[os.path.dirname(origin)] if module.package else None,
-        )
-
-    def _refuse_unverified_child(
-        self, fullname: str, parent: str, path: Sequence[str] | None
-    ) -> None:
-        """A module inside a verified package that was not verified with it (planted after
-        verification) is refused; a missing one stays missing, and an extension module of the
-        verified listing (admitted by the trust policy) loads as usual."""
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None:
-            return
-        if (
-            isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
-            and spec.origin is not None
-            and os.path.realpath(spec.origin) in self._extensions
-        ):
-            return
-        raise IntegrityError(
-            f"{fullname} ({spec.origin}) is not among the verified files of {parent}; not imported"
-        )
+@contextmanager
+def _private_file() -> Iterator[tuple[Callable[[bytes], object], str]]:
+    """A writer and the path of a file only this process can reach: an anonymous memory file
+    where the system has one, else a file in a private temporary directory."""
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("mcs-host-verified-extension", getattr(os, "MFD_CLOEXEC", 0))
+        try:
+            yield (lambda chunk: _write_all(fd, chunk)), f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="mcs-host-") as directory:
+        path = os.path.join(directory, "extension" + EXTENSION_SUFFIXES[0])
+        with open(path, "xb", buffering=0) as f:
+            yield f.write, path
 
 
-_IMPORTER = VerifiedImporter()
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def verified_spec(fullname: str, origin: str, expected: ModuleFile, extension: bool) -> ModuleSpec:
+    """The spec the import gate returns for a claimed module."""
+    loader: importlib.machinery.SourceFileLoader | importlib.machinery.ExtensionFileLoader
+    if extension:
+        loader = _VerifiedExtensionLoader(fullname, origin, expected)
+    else:
+        loader = _VerifiedLoader(fullname, origin, expected)
+    spec = importlib.util.spec_from_file_location(
+        fullname,
+        origin,
+        loader=loader,
+        submodule_search_locations=[os.path.dirname(origin)] if expected.package else None,
+    )
+    if spec is None:  # pragma: no cover - only for a path importlib cannot name
+        raise IntegrityError(f"{origin} cannot be imported as {fullname}")
+    return spec
+
+
+def loaded_from(module: object, expected: ModuleFile) -> bool:
+    """Whether ``module`` was loaded by the verified loader from the ``expected`` file."""
+    loader = getattr(getattr(module, "__spec__", None), "loader", None)
+    return (
+        isinstance(loader, _VerifiedLoader | _VerifiedExtensionLoader)
+        and loader.expected == expected
+    )
+
+
+def extension_module_files(digest: TreeDigest) -> tuple[ModuleFile, ...]:
+    """Every extension module in a listing, as the name it is imported by."""
+    found = []
+    for entry in digest.entries:
+        suffix = next((s for s in EXTENSION_SUFFIXES if entry.path.endswith(s)), None)
+        if suffix is None or ".dist-info/" in entry.path:
+            continue
+        parts = entry.path[: -len(suffix)].split("/")
+        if parts and all(part.isidentifier() for part in parts):
+            found.append(ModuleFile(".".join(parts), entry.path, entry.sha256, entry.size, False))
+    return tuple(found)
 
 
 def verified_importer() -> VerifiedImporter:
-    """The process-wide importer that :func:`import_driver` registers drivers with."""
-    return _IMPORTER
+    """The process-wide importer (the import gate) that :func:`import_driver` uses."""
+    return gate()
 
 
 def import_driver(verification: Verification, importer: VerifiedImporter | None = None) -> object:
     """Import the object a verified candidate's entry point names.
 
-    Pinned and signed drivers are imported through ``importer``; an unverified one the policy
-    allows is imported the ordinary way. Raises :class:`IntegrityError` for a driver that may
-    not be imported, whose modules were already imported from elsewhere, or whose bytes
-    changed since verification.
+    Pinned and signed drivers are registered with ``importer`` (default: the process-wide
+    gate) and imported from their verified bytes; an unverified one the policy allows is
+    imported from its installed files, which the gate is told to allow. Raises
+    :class:`IntegrityError` for a driver that may not be imported, whose modules (or namespace
+    parents) were already imported from elsewhere, or whose bytes changed since verification.
     """
     candidate = verification.candidate
     if not verification.allowed:
@@ -174,15 +197,22 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
             f"driver {candidate.label!r} ({candidate.distribution} {candidate.version}) is "
             f"{verification.status}: {verification.message}"
         )
+    importer = importer or gate()
     verified = verification.status in ("pinned", "signed")
+    owner = f"{candidate.distribution} {candidate.version}"
     if verified:
-        importer = importer or _IMPORTER
-        extensions = verification.scan.extensions if verification.scan is not None else ()
-        importer.register(candidate.location, verification.modules, extensions)
+        extensions = (
+            extension_module_files(verification.scan.digest)
+            if verification.scan is not None and verification.scan.digest is not None
+            else ()
+        )
+        importer.register(candidate.location, verification.modules, extensions, owner)
         importer.install()
-        _refuse_imported_elsewhere(verification)
+        refuse_imported_elsewhere(importer, verification.modules, extensions)
+    else:
+        _allow_unverified(importer, verification)
     module = importlib.import_module(candidate.module)
-    if verified and not isinstance(getattr(module.__spec__, "loader", None), _VerifiedLoader):
+    if verified and not is_verified_module(module):
         raise IntegrityError(f"{candidate.module} was not imported from verified bytes")
     obj: object = module
     for part in filter(None, candidate.attr.split(".")):
@@ -196,28 +226,53 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
     return obj
 
 
-def _refuse_imported_elsewhere(verification: Verification) -> None:
-    by_path = {m.path: m for m in verification.modules}
-    for path in verification.entry_files:
-        expected = by_path.get(path)
-        if expected is None:
-            continue
+def _allow_unverified(importer: VerifiedImporter, verification: Verification) -> None:
+    candidate = verification.candidate
+    tree = editable_tree(candidate.metadata_path)
+    files = []
+    if verification.scan is not None and verification.scan.digest is not None:
+        files = [
+            os.path.join(candidate.location, *entry.path.split("/"))
+            for entry in verification.scan.digest.entries
+        ]
+    why = "an unverified driver the policy allows"
+    importer.allow(files, candidate.distribution, why, [tree] if tree else [])
+
+
+def refuse_imported_elsewhere(
+    importer: VerifiedImporter, modules: Sequence[ModuleFile], extensions: Sequence[ModuleFile]
+) -> None:
+    """Raise :class:`IntegrityError` when a module of a verified distribution, or a namespace
+    package on its path, is already imported from anything but its verified bytes."""
+    for expected in (*modules, *extensions):
         existing = sys.modules.get(expected.name)
-        if existing is None:
-            continue
-        loader = getattr(getattr(existing, "__spec__", None), "loader", None)
-        if not (isinstance(loader, _VerifiedLoader) and loader.expected == expected):
+        if existing is not None and not loaded_from(existing, expected):
             where = getattr(existing, "__file__", None) or "an unknown place"
             raise IntegrityError(
                 f"module {expected.name!r} was already imported from {where} before "
                 "verification; its code cannot be vouched for"
+            )
+    parents = {
+        ".".join(m.name.split(".")[:depth])
+        for m in (*modules, *extensions)
+        for depth in range(1, m.name.count(".") + 1)
+    }
+    for parent in sorted(parents):
+        existing = sys.modules.get(parent)
+        if existing is None or not importer.namespace(parent):
+            continue
+        where = getattr(existing, "__file__", None)
+        if where is not None:
+            raise IntegrityError(
+                f"module {parent!r} was already imported from {where}; the verified "
+                f"distribution needs it to be a namespace package"
             )
 
 
 def is_verified_module(module: object) -> bool:
     """Whether ``module`` was imported from verified bytes by the verified importer."""
     spec = getattr(module, "__spec__", None)
-    return isinstance(getattr(spec, "loader", None), _VerifiedLoader)
+    return isinstance(getattr(spec, "loader", None), _VerifiedLoader | _VerifiedExtensionLoader)
 
 
 def check_runtime_meta(driver: object, verification: Verification) -> str | None:

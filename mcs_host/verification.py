@@ -2,9 +2,10 @@
 
 For each candidate: discovery problems, the installed-tree scan (modified, missing, unlisted
 or shadowing files), editable installs, whether the entry point's modules are the
-distribution's own, the driver manifest, then the registry: the driver id's owner, revoked
-and refused versions, the pin for this version, or else a publisher signature by a key the
-registry trusts for this driver. The result is a :class:`Verification` record; only a
+distribution's own (a namespace parent needs no check here: the import gate claims it, so no
+other path entry can provide it), the driver manifest, then the registry: the driver id's
+owner, revoked and refused versions, the pin for this version, or else a publisher signature
+by a key the registry trusts for this driver. The result is a :class:`Verification` record; only a
 ``pinned`` or ``signed`` one (or ``unverified`` where the policy allows it) may be imported.
 """
 
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.machinery import all_suffixes
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -258,10 +257,6 @@ class _Check:
                 "its code would come from elsewhere",
             )
         self.entry_files = tuple(files)
-        # the import resolves namespace parents over sys.path, whatever path found the driver
-        shadow = _namespace_shadow(c.module, files, c.location, [*self.discovery.path, *sys.path])
-        if shadow is not None:
-            raise _RefusedError("rejected", "file-shadowing", shadow)
 
     def _read_manifest(self) -> None:
         directory = self.entry_files[-1].rpartition("/")[0]
@@ -427,30 +422,3 @@ def _statement_mismatch(
                 return f"signed driver {driver.label} is {driver.object} with id {driver.id}"
             return None
     return f"the statement does not sign driver {candidate.label!r}"
-
-
-def _namespace_shadow(
-    module: str, files: Sequence[str], location: str, search_path: Sequence[str]
-) -> str | None:
-    """Say which path entry would win over a namespace parent of ``module``, if any."""
-    parts = module.split(".")
-    owned = {path.rsplit("/", 1)[0] for path in files if path.endswith("/__init__.py")}
-    real_location = os.path.realpath(location)
-    for depth in range(1, len(parts)):
-        rel = os.path.join(*parts[:depth])
-        if rel.replace(os.sep, "/") in owned:
-            continue  # a regular package of the distribution, claimed by the importer
-        for entry in dict.fromkeys(e or "." for e in search_path):  # "": the current directory
-            if os.path.realpath(entry) == real_location:
-                continue
-            base = os.path.join(entry, rel)
-            # anything the path finder would take first: source, bytecode alone, extensions
-            shadows = [os.path.join(base, "__init__" + suffix) for suffix in all_suffixes()]
-            shadows += [base + suffix for suffix in all_suffixes()]
-            for path in shadows:
-                if os.path.exists(path):
-                    return (
-                        f"{path} would be imported as {'.'.join(parts[:depth])!r} instead of "
-                        "the namespace package that holds this driver"
-                    )
-    return None

@@ -176,14 +176,30 @@ def test_the_published_drivers_verify_as_pinned_reference_drivers(
         REGISTRY,
         env={"MCS_HOST_STATE_DIR": str(tmp_path)},
     )
-    assert done.returncode == 0, done.stdout
+    # mcs-rest imports requests, which this repository's registry reports and does not pin:
+    # verify says load would run that unverified code, and exits 1
+    assert done.returncode == 1, done.stdout
     drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
-    assert {label: (d["status"], d["trust"]) for label, d in drivers.items()} == {
-        "mcs-csv": ("pinned", "reference"),
-        "mcs-filesystem": ("pinned", "reference"),
-        "mcs-rest": ("pinned", "reference"),
+    assert {label: (d["status"], d["trust"], d["verified"]) for label, d in drivers.items()} == {
+        "mcs-csv": ("pinned", "reference", True),
+        "mcs-filesystem": ("pinned", "reference", True),
+        "mcs-rest": ("pinned", "reference", False),
     }
     assert drivers["mcs-csv"]["distribution"] == "mcs-driver-csv"
+    unverified = {d["distribution"] for d in drivers["mcs-rest"]["dependencies"]}
+    assert "requests" in unverified
+    assert any(u.startswith("dependency requests ") for u in drivers["mcs-rest"]["unverified"])
+    only_pinned = reference_venv.run(
+        "mcs-host",
+        "verify",
+        "mcs-csv",
+        "mcs-filesystem",
+        "--registry",
+        REGISTRY,
+        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
+    )
+    assert only_pinned.returncode == 0, only_pinned.stdout
+    assert "2 of 2 drivers may be loaded; 2 would run only verified code." in only_pinned.stdout
 
 
 def test_they_load_with_their_quirks_reported(

@@ -240,6 +240,9 @@ def test_strict_mode_makes_every_failure_an_error(load: Loader) -> None:
         "liar: false-capability: declares the capability 'healthcheck' but does not implement "
         "SupportsHealthcheck (healthcheck)",
         "skew: version-mismatch: meta.version 1.0.1 differs from the distribution's 1.0.0",
+        "host plugin rogue: invalid-plugin: host plugin 'rogue' implements unknown hook "
+        "'mcs_host_before_everything'; known hooks: mcs_host_after_tool_call, mcs_host_codecs, "
+        "mcs_host_consent, mcs_host_loaded, mcs_host_verify",
     ]
 
 
