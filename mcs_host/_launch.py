@@ -37,10 +37,12 @@ def main(argv: list[str] | None = None) -> None:
         cli_main(args)
         return
     from ._listing import render_listing  # noqa: PLC0415 - after the arguments are known
-    from .discovery import discover  # noqa: PLC0415
+    from .discovery import PLUGIN_GROUP, discover  # noqa: PLC0415
 
     as_json, paths = plain
-    sys.stdout.write(render_listing(discover(paths or None), as_json) + "\n")
+    search = paths or None
+    plugins = discover(search, group=PLUGIN_GROUP, require_object=False)
+    sys.stdout.write(render_listing(discover(search), as_json, plugins) + "\n")
     sys.stdout.flush()
 
 

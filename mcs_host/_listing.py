@@ -11,26 +11,40 @@ from .discovery import Candidate, Discovery
 __all__ = ["render_listing", "table"]
 
 
-def render_listing(found: Discovery, as_json: bool) -> str:
-    """The ``list`` output for ``found``: JSON, or a table with the problems below it."""
-    return json.dumps(_listing_json(found), indent=2) if as_json else _listing_text(found)
+def render_listing(found: Discovery, as_json: bool, plugins: Discovery | None = None) -> str:
+    """The ``list`` output for the drivers ``found`` and the host ``plugins``: JSON, or
+    tables with the problems below them."""
+    if as_json:
+        return json.dumps(_listing_json(found, plugins), indent=2)
+    text = _listing_text(found)
+    if plugins is not None and (plugins.candidates or plugins.problems):
+        text += "\n\nHost plugins (verified and loaded like drivers):\n" + _listing_text(
+            plugins, "plugin"
+        )
+    return text
 
 
-def _listing_json(found: Discovery) -> dict[str, Any]:
+def _listing_json(found: Discovery, plugins: Discovery | None) -> dict[str, Any]:
     return {
         "group": found.group,
         "path": list(found.path),
         "drivers": [_candidate_json(found, c) for c in found.candidates],
-        "problems": [
-            {
-                "code": p.code,
-                "message": p.message,
-                "labels": list(p.labels),
-                "distributions": list(p.distributions),
-            }
-            for p in found.problems
-        ],
+        "problems": _problems_json(found),
+        "plugins": [_candidate_json(plugins, c) for c in plugins.candidates] if plugins else [],
+        "plugin_problems": _problems_json(plugins) if plugins else [],
     }
+
+
+def _problems_json(found: Discovery) -> list[dict[str, Any]]:
+    return [
+        {
+            "code": p.code,
+            "message": p.message,
+            "labels": list(p.labels),
+            "distributions": list(p.distributions),
+        }
+        for p in found.problems
+    ]
 
 
 def _candidate_json(found: Discovery, candidate: Candidate) -> dict[str, Any]:
@@ -45,10 +59,10 @@ def _candidate_json(found: Discovery, candidate: Candidate) -> dict[str, Any]:
     }
 
 
-def _listing_text(found: Discovery) -> str:
+def _listing_text(found: Discovery, noun: str = "driver") -> str:
     if not found.candidates:
         lines = [
-            f"No drivers in entry point group {found.group!r} "
+            f"No {noun}s in entry point group {found.group!r} "
             f"({len(found.path)} search path entries)."
         ]
     else:
@@ -63,9 +77,9 @@ def _listing_text(found: Discovery) -> str:
             for c in found.candidates
         ]
         lines = table(["LABEL", "DISTRIBUTION", "VERSION", "ENTRY POINT", "STATUS"], rows)
-        noun = "driver" if len(found.candidates) == 1 else "drivers"
+        counted = noun if len(found.candidates) == 1 else f"{noun}s"
         lines.append("")
-        lines.append(f"{len(found.candidates)} {noun}, {len(found.problems)} problems.")
+        lines.append(f"{len(found.candidates)} {counted}, {len(found.problems)} problems.")
     for problem in found.problems:
         lines.append(f"  {problem.code}: {problem.message}")
     return "\n".join(lines)

@@ -141,8 +141,10 @@ SetOption = Annotated[
 
 @app.command("list")
 def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
-    """List the installed drivers from their metadata, without importing any of them."""
-    typer.echo(render_listing(discover(path), as_json))
+    """List the installed drivers and host plugins from their metadata, without importing
+    any of them."""
+    plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
+    typer.echo(render_listing(discover(path), as_json, plugins))
 
 
 def _config(
