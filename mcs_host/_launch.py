@@ -13,11 +13,11 @@ importing typer or pydantic (together ~70 ms, more than the listing itself); eve
 command line, including anything ``list`` would reject, goes to :mod:`mcs_host.cli`.
 """
 
-from __future__ import annotations
-
+import os
 import sys
 
-from ._gate import gate
+# no ``from __future__ import annotations``: that imports the __future__ module, which under
+# ``python -m mcs_host`` would be looked for in the current directory first
 
 __all__ = ["main"]
 
@@ -32,9 +32,12 @@ def main(argv: list[str] | None = None) -> None:
         _isolate()
     plain = _plain_list(args)
     if plain is None:
-        from .cli import main as cli_main  # noqa: PLC0415 - only when the fast path cannot answer
+        try:
+            from .cli import main as cli_main  # noqa: PLC0415 - only when the fast path cannot answer
 
-        cli_main(args)
+            cli_main(args)
+        except ImportError as exc:  # the host's own imports; a driver's never get here
+            _cannot_start(exc)
         return
     from ._listing import render_listing  # noqa: PLC0415 - after the arguments are known
     from .discovery import PLUGIN_GROUP, discover  # noqa: PLC0415
@@ -46,25 +49,37 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout.flush()
 
 
-def _isolate() -> None:
-    """Lock the process down and drop the unsafe first path entry (as ``python -P`` would)."""
-    gate().lock_down()
-    if sys.flags.safe_path or not sys.path:
-        return
-    import os  # noqa: PLC0415 - already imported by the interpreter's start-up
+def _cannot_start(exc: ImportError) -> None:
+    """Say in a few lines why the command line could not import what it needs (the import
+    gate refused it), and exit 2; any other import error is a bug and is raised."""
+    from ._gate import IntegrityError  # noqa: PLC0415
+    from ._origins import host_install  # noqa: PLC0415
 
-    first = os.path.realpath(sys.path[0] or os.getcwd())
-    host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    if first != host_root:
-        del sys.path[0]
+    if not isinstance(exc, IntegrityError):
+        raise exc
+    lines = [f"error: mcs-host cannot start: {exc}"]
+    lines += [f"  {finding}" for finding in host_install().findings]
+    sys.stderr.write("\n".join(lines) + "\n")
+    raise SystemExit(2)
+
+
+def _isolate() -> None:
+    """Drop the unsafe first path entry (as ``python -P`` would), then lock the process
+    down. Until then only modules the interpreter has loaded already are imported here."""
+    if sys.path and not sys.flags.safe_path:
+        first = os.path.realpath(sys.path[0] or os.getcwd())
+        host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        if first != host_root:
+            del sys.path[0]
+    from ._gate import gate  # noqa: PLC0415 - after the path is safe
+
+    gate().lock_down()
 
 
 def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:
     """``(as_json, paths)`` for a ``list`` command line typer would accept as it is, else None."""
     if not args or args[0] != "list":
         return None
-    import os  # noqa: PLC0415
-
     as_json, paths = False, []
     rest = iter(args[1:])
     for arg in rest:

@@ -25,10 +25,12 @@ The public names are imported lazily, so ``import mcs_host`` stays cheap and pat
 need no pydantic (discovery, ``mcs-host list``) do not load it.
 """
 
-from __future__ import annotations
-
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# Importing the package imports no module the interpreter has not loaded already (not even
+# __future__ or typing): under ``python -m mcs_host`` the current directory comes first on
+# sys.path until the command line drops it.
+TYPE_CHECKING = False
 
 __version__ = "{version}"
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 FOOTER = """
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     submodule = _EXPORTS.get(name)
     if submodule is None:
         raise AttributeError(f"module 'mcs_host' has no attribute {name!r}")
