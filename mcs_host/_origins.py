@@ -128,7 +128,8 @@ def _resolve_host(search: list[str]) -> HostInstall:
         findings.append(
             "the running mcs_host package is claimed by "
             + " and ".join(owner)
-            + "; none of them is trusted to say what the host requires"
+            + ": only the files and requirements all of them list are trusted as the host's; "
+            "remove the copies that should not be there"
         )
     for path in copies:
         if path not in owner:
@@ -139,7 +140,9 @@ def _resolve_host(search: list[str]) -> HostInstall:
     requirements: list[str] = []
     if metadata_path is not None:
         requirements = requires_dist(metadata_path)
-    elif not owner:
+    elif owner:
+        requirements = sorted(set.intersection(*(set(requires_dist(o)) for o in owner)))
+    else:
         checkout = _checkout_requirements(package_dir)
         if checkout is None:
             findings.append(
@@ -151,7 +154,8 @@ def _resolve_host(search: list[str]) -> HostInstall:
     files: set[str] = set()
     if metadata_path is not None:
         distributions["mcs-host"] = metadata_path
-        files |= _record_files(metadata_path)
+    if owner:
+        files |= set.intersection(*(_record_files(o) for o in owner))
     for project, found, listed in _requirement_closure(requirements, installed, findings):
         if found is not None:
             distributions[normalize_name(project)] = found
@@ -315,8 +319,20 @@ def _requirement_closure(
 
 def startup_findings(search: Iterable[str] | None = None) -> tuple[tuple[str, str], ...]:
     """``(path, what)`` for code the interpreter runs at start-up from the environment, before
-    any host can act: executable ``.pth`` lines and ``sitecustomize``/``usercustomize``."""
+    any host can act: executable ``.pth`` lines, ``sitecustomize``/``usercustomize``, and
+    modules beside the console scripts (their directory comes first on their ``sys.path``)."""
     found: list[tuple[str, str]] = []
+    scripts = os.path.dirname(os.path.abspath(sys.executable))
+    try:
+        beside = sorted(os.listdir(scripts))
+    except OSError:
+        beside = []
+    for name in beside:
+        path = os.path.join(scripts, name)
+        if name.endswith(".py") or os.path.isfile(os.path.join(path, "__init__.py")):
+            found.append(
+                (path, "is imported before the standard library by console scripts beside it")
+            )
     entries = list(dict.fromkeys(sys.path if search is None else search))
     for entry in entries:
         if not entry or not os.path.isdir(entry):
