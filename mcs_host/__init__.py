@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         load_drivers,
     )
     from .importer import (
+        ImportRefusedError,
         IntegrityError,
         VerifiedImporter,
         check_runtime_meta,
@@ -275,6 +276,7 @@ _EXPORTS = {
     "Host": "host",
     "HostConfig": "config",
     "HostHooks": "hooks",
+    "ImportRefusedError": "importer",
     "Incompatibility": "compat",
     "IntegrityError": "importer",
     "LABEL_RULE": "discovery",
@@ -459,6 +461,7 @@ __all__ = [
     "Host",
     "HostConfig",
     "HostHooks",
+    "ImportRefusedError",
     "Incompatibility",
     "IntegrityError",
     "LibraryEntry",

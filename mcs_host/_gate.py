@@ -29,12 +29,20 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import FrameType, ModuleType
 
-__all__ = ["Allowed", "IntegrityError", "Refusal", "VerifiedImporter", "gate"]
+__all__ = ["Allowed", "ImportRefusedError", "IntegrityError", "Refusal", "VerifiedImporter", "gate"]
 
 
 class IntegrityError(ImportError):
     """A module may not be imported: it is not verified, or its bytes changed after
     verification."""
+
+
+class ImportRefusedError(IntegrityError, ModuleNotFoundError):
+    """The gate refused a module that is not verified, the standard library's or the host's.
+
+    A ``ModuleNotFoundError`` too: code that probes for an optional module
+    (``except ModuleNotFoundError``) takes it for absent, as it should.
+    """
 
 
 class Refusal(NamedTuple):
@@ -325,12 +333,12 @@ class VerifiedImporter:
                 return allowance
         return None
 
-    def _refuse(self, fullname: str, origin: str | None, message: str) -> IntegrityError:
+    def _refuse(self, fullname: str, origin: str | None, message: str) -> ImportRefusedError:
         owner = self._verified_caller()
         if owner is not None:
             message += f" (asked for by {owner})"
         self._log(self._refusals, Refusal(fullname, origin, message, owner))
-        return IntegrityError(message, name=fullname, path=origin)
+        return ImportRefusedError(message, name=fullname, path=origin)
 
     def judge_module(self, name: str, module: object) -> None:
         """Refuse ``module``, already in ``sys.modules`` as ``name``, unless it is verified,

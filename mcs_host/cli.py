@@ -695,6 +695,7 @@ def _report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
         "plugins": [record(r) for r in report.plugins],
         "tools": tools,
         "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
+        "environment": list(report.environment),
     }
 
 
@@ -727,6 +728,7 @@ def _report_text(report: LoadReport, loaded: Loaded | None) -> str:
         for tool in tools:
             label, own = loaded.driver.route(tool.name)
             lines.append(f"  {tool.name}  ({label}: {own})")
+    lines += [f"host installation (ignored, grants nothing): {e}" for e in report.environment]
     lines += [f"error: {e}" for e in report.errors]
     mounted = len(report.mounted)
     total = report.timings.get("total", 0.0) * 1000

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ._gate import IntegrityError, VerifiedImporter, gate
+from ._gate import ImportRefusedError, IntegrityError, VerifiedImporter, gate
 from ._origins import editable_tree
 from .contract import DriverMeta
 from .integrity import ModuleFile, TreeDigest
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
 __all__ = [
+    "ImportRefusedError",
     "IntegrityError",
     "VerifiedImporter",
     "check_runtime_meta",

@@ -464,8 +464,12 @@ def _unlisted(base: str, listed: set[str]) -> Iterator[Finding]:
                 if directory not in regular:
                     continue  # a namespace package: other distributions add portions here
                 yield Finding("file-unlisted", rel, f"{rel}/ is a directory RECORD does not list")
-            elif not (directory.endswith(".dist-info") and entry.name in _INSTALLER_WRITTEN):
+            elif directory.endswith(".dist-info"):
+                if entry.name not in _INSTALLER_WRITTEN:
+                    yield Finding("file-unlisted", rel, f"{rel} is not listed in RECORD")
+            elif directory in regular or entry.name.startswith("__init__."):
                 yield Finding("file-unlisted", rel, f"{rel} is not listed in RECORD")
+            # else: a module in a namespace package, maybe another distribution's portion
 
 
 def _shadows(base: str, listed: set[str]) -> Iterator[Finding]:

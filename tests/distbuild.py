@@ -30,10 +30,12 @@ class Project:
     """Paths relative to the source root (``pkg/__init__.py``) -> file text."""
     entry_points: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     dependencies: Sequence[str] = ()
+    module_name: str | None = None
+    """The module flit packages, when not the name's (dotted: a PEP 420 namespace portion)."""
 
     @property
     def module(self) -> str:
-        return self.name.replace("-", "_")
+        return self.module_name or self.name.replace("-", "_")
 
     def write(self, directory: Path) -> Path:
         """Write the source tree under ``directory`` and return its root."""
@@ -60,7 +62,7 @@ class Project:
             lines += [f'"{label}" = "{value}"' for label, value in entries.items()]
         (src / "pyproject.toml").write_text("\n".join(lines) + "\n", "utf-8")
         files = dict(self.files)
-        if f"{self.module}.py" not in files:
+        if f"{self.module}.py" not in files and "." not in self.module:
             files.setdefault(f"{self.module}/__init__.py", "")
         for relative, text in files.items():
             path = src / relative
@@ -160,9 +162,14 @@ class Venv:
             raise RuntimeError(f"uv pip install failed:\n{done.stdout}\n{done.stderr}")
 
     def run(
-        self, *command: str | Path, env: Mapping[str, str] | None = None
+        self,
+        *command: str | Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``command`` with this venv's ``bin`` first on ``PATH``; never raises."""
+        """Run ``command`` with this venv's ``bin`` first on ``PATH``, in ``cwd`` (default:
+        the venv's directory, so ``python -c`` imports what is installed, not this
+        checkout); never raises."""
         environment = _clean_env()
         environment["PATH"] = f"{self.bin}{os.pathsep}{environment.get('PATH', '')}"
         environment["VIRTUAL_ENV"] = str(self.path)
@@ -176,6 +183,7 @@ class Venv:
             env=environment,
             check=False,
             timeout=120,
+            cwd=cwd or self.path,
         )
 
 

@@ -1,0 +1,868 @@
+"""Attacks on what runs, whatever an attacker writes in site-packages or the working directory.
+
+The import gate claims verified modules and the namespace packages on their paths, judges
+every other import by the file it comes from, and the command line locks its process down.
+Each test builds real distributions, installs them with pip into a venv, plants the attacker's
+files, and asserts the refusal or finding and, through marker files, that the attacker's code
+never ran. A control shows each plant is live: plain Python does run it.
+"""
+
+from __future__ import annotations
+
+import json
+import py_compile
+import shutil
+import subprocess
+import sysconfig
+import textwrap
+import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Project, Venv, build_wheel, pip
+from hostrun import DRIVER_SOURCE, driver_project, entry, pin, write_registry
+
+pytestmark = pytest.mark.venv
+
+MARK = "open({marker!r}, 'a').write({text!r} + '\\n')\n"
+
+
+def mark(marker: Path, text: str) -> str:
+    """Python code that appends ``text`` to ``marker`` when it runs."""
+    return MARK.format(marker=str(marker), text=text)
+
+
+def ran(marker: Path) -> list[str]:
+    return marker.read_text().splitlines() if marker.exists() else []
+
+
+def compile_extension(directory: Path, name: str, marker: Path, who: str) -> Path:
+    """A real extension module ``name`` whose init writes ``<who> ran`` to ``marker`` and
+    whose ``WHO`` is ``who``, built with the C compiler for this Python."""
+    source = directory / f"{name}-{who}.c"
+    source.write_text(
+        textwrap.dedent(
+            f"""
+            #include <Python.h>
+            static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, "{name}", NULL, -1, NULL}};
+            PyMODINIT_FUNC PyInit_{name}(void) {{
+                FILE *f = fopen("{marker}", "a");
+                if (f) {{ fputs("{who} ran\\n", f); fclose(f); }}
+                PyObject *m = PyModule_Create(&def);
+                if (m) PyModule_AddStringConstant(m, "WHO", "{who}");
+                return m;
+            }}
+            """
+        )
+    )
+    out = directory / f"{name}-{who}{EXTENSION_SUFFIXES[0]}"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O0", f"-I{include}", "-o", str(out), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def new_venv(root: Path, wheelhouse: Path, uv_cache: Path) -> Venv:
+    venv = Venv.create(root / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    return venv
+
+
+def install(venv: Venv, root: Path, *projects: Project) -> list[Path]:
+    wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    return wheels
+
+
+def cli(venv: Venv, *args: str | Path, state: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return venv.run("mcs-host", *args, env={"MCS_HOST_STATE_DIR": str(state), **env})
+
+
+def load_json(
+    venv: Venv, registry: Path, state: Path, *args: str, **env: str
+) -> tuple[int, dict[str, Any]]:
+    done = cli(venv, "load", "--json", "--registry", registry, *args, state=state, **env)
+    assert done.stdout, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
+
+
+def record(report: dict[str, Any], label: str, kind: str = "drivers") -> dict[str, Any]:
+    found: list[dict[str, Any]] = [r for r in report[kind] if r["label"] == label]
+    assert len(found) == 1, report[kind]
+    return found[0]
+
+
+# A Python API run: load, then (between hooks) send tool calls, as a client app would.
+APP = """
+import json, sys
+from mcs_host import LoadError, load_drivers
+
+args = json.loads(sys.argv[1])
+for hook in args["before"]:
+    exec(hook)
+try:
+    driver, report = load_drivers(registries=args["registries"], trust=args["trust"])
+except LoadError as error:
+    print(json.dumps({"errors": list(error.report.errors)}))
+    raise SystemExit(0)
+out = {
+    "records": {
+        r.label: [r.status, r.reason, r.message, list(r.warnings)] for r in report.records
+    }
+}
+out["calls"] = []
+for tool, hooks in args["calls"]:
+    for hook in hooks:
+        exec(hook)
+    response = driver.process_llm_response(json.dumps({"tool": tool, "arguments": {}}))
+    out["calls"].append(
+        [response.call_executed, response.call_failed, response.call_detail,
+         response.tool_call_result]
+    )
+print(json.dumps(out, default=str))
+"""
+
+
+def app(
+    venv: Venv,
+    registry: Path,
+    state: Path,
+    calls: list[tuple[str, list[str]]] = (),  # type: ignore[assignment]
+    *,
+    before: list[str] = (),  # type: ignore[assignment]
+    trust: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    args = {
+        "registries": [str(registry)],
+        "trust": trust or {},
+        "calls": [list(c) for c in calls],
+        "before": list(before),
+    }
+    done = venv.run("python", "-c", APP, json.dumps(args), env={"MCS_HOST_STATE_DIR": str(state)})
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+# -- the host's identity: nothing is the host's by its name ----------------------------------
+
+EVIL_ID = "7c1f0000-0000-4000-8000-0000000000e1"
+
+
+@pytest.fixture(scope="module")
+def identity_scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A pinned driver that declares and imports evil-lib, an unpinned library."""
+    root = tmp_path_factory.mktemp("identity")
+    marker = root / "ran.txt"
+    venv = new_venv(root, wheelhouse, uv_cache)
+    evil = Project("evil-lib", files={"evil_lib/__init__.py": mark(marker, "evil-lib")})
+    driver = driver_project("needs-evil", marker, EVIL_ID)
+    driver = Project(
+        driver.name,
+        driver.version,
+        files={
+            **driver.files,
+            "needs_evil/__init__.py": "import evil_lib\n"
+            + DRIVER_SOURCE.format(marker=str(marker), name="needs-evil"),
+        },
+        entry_points=driver.entry_points,
+        dependencies=["mcs-host", "evil-lib"],
+    )
+    wheels = install(venv, root, evil, driver)
+    registry = write_registry(
+        root / "registry.json",
+        {
+            EVIL_ID: entry(
+                "needs-evil", "needs_evil", "needs_evil:Driver", releases={"1.0.0": pin(wheels[1])}
+            )
+        },
+    )
+    return {"venv": venv, "marker": marker, "registry": registry, "root": root}
+
+
+def _fake_host(directory: Path, venv: Venv, name: str = "MCS_Host-99.0.dist-info") -> Path:
+    """A dist-info that says it is mcs-host, copies the real RECORD (so it claims the running
+    package's files) and requires evil-lib."""
+    fake = directory / name
+    fake.mkdir(parents=True)
+    (real,) = venv.site_packages.glob("mcs_host-*.dist-info")
+    record = (real / "RECORD").read_text()
+    (fake / "RECORD").write_text(record)
+    metadata = (
+        (real / "METADATA")
+        .read_text()
+        .replace("Requires-Dist:", "Requires-Dist: evil-lib\nRequires-Dist:", 1)
+    )
+    (fake / "METADATA").write_text(metadata)
+    return fake
+
+
+@pytest.mark.parametrize("where", ["site-packages", "an earlier sys.path entry"])
+def test_a_fake_mcs_host_distribution_exempts_no_dependency(
+    identity_scene: dict[str, Any], tmp_path: Path, where: str
+) -> None:
+    venv, marker, registry = (identity_scene[k] for k in ("venv", "marker", "registry"))
+    earlier = tmp_path / "earlier"
+    directory = venv.site_packages if where == "site-packages" else earlier
+    fake = _fake_host(directory, venv)
+    env = {"PYTHONPATH": str(earlier)} if where != "site-packages" else {}
+    try:
+        code, report = load_json(venv, registry, tmp_path / "state", "--strict", **env)
+        assert code == 1
+        found = record(report, "needs_evil")
+        assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
+        assert "dependency evil-lib 1.0.0 is unverified" in found["message"]
+        assert any(str(fake) in finding for finding in report["environment"]), report
+        assert "evil-lib ran" not in ran(marker)
+        verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state", **env)
+        assert verified.returncode == 1
+        assert "UNVERIFIED CODE would run: dependency evil-lib 1.0.0" in verified.stdout
+        assert str(fake) in verified.stdout
+        # without --strict the dependency is reported, never silently trusted as the host's
+        _, report = load_json(venv, registry, tmp_path / "state", **env)
+        warnings = " | ".join(record(report, "needs_evil")["warnings"])
+        assert "unverified-dependency: dependency evil-lib 1.0.0 is unverified" in warnings
+    finally:
+        shutil.rmtree(fake)
+        marker.unlink(missing_ok=True)
+
+
+def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
+    identity_scene: dict[str, Any], wheelhouse: Path, uv_cache: Path, tmp_path: Path
+) -> None:
+    venv = new_venv(tmp_path, wheelhouse, uv_cache)
+    marker = tmp_path / "ran.txt"
+    driver_id = "7c1f0000-0000-4000-8000-0000000000e2"
+    optional = "try:\n    import sneaky\nexcept ImportError:\n    sneaky = None\n"
+    project = driver_project("optional-user", marker, driver_id)
+    project = Project(
+        project.name,
+        files={
+            **project.files,
+            "optional_user/__init__.py": optional
+            + DRIVER_SOURCE.format(marker=str(marker), name="optional-user"),
+        },
+        entry_points=project.entry_points,
+        dependencies=["mcs-host"],
+    )
+    (wheel,) = install(venv, tmp_path, project)
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {
+            driver_id: entry(
+                "optional-user",
+                "optional_user",
+                "optional_user:Driver",
+                releases={"1.0.0": pin(wheel)},
+            )
+        },
+    )
+    # the attacker's module, and a second pluggy (a host requirement) whose RECORD lists it
+    site = venv.site_packages
+    (site / "sneaky").mkdir()
+    (site / "sneaky" / "__init__.py").write_text(mark(marker, "sneaky"))
+    (real,) = site.glob("pluggy-*.dist-info")
+    fake = site / "pluggy-0.dist-info"  # sorts before the real one
+    fake.mkdir()
+    (fake / "METADATA").write_text((real / "METADATA").read_text())
+    (fake / "RECORD").write_text(
+        (real / "RECORD").read_text() + "sneaky/__init__.py,,\n"  # what it alone lists
+    )
+    assert venv.run("python", "-c", "import sneaky").returncode == 0  # the control
+    assert ran(marker) == ["sneaky"]
+    marker.unlink()
+    code, report = load_json(venv, registry, tmp_path / "state")
+    found = record(report, "optional_user")
+    assert (code, found["status"]) == (0, "mounted")
+    assert any(
+        w.startswith("import-refused: import of 'sneaky' refused") for w in found["warnings"]
+    ), found["warnings"]
+    environment = " | ".join(report["environment"])
+    assert "pluggy, which the host requires, is installed 2 times" in environment
+    assert ran(marker) == ["optional-user ran"]  # the driver ran; the plant did not
+    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
+    assert code == 1
+    assert record(report, "optional_user")["reason"] == "import-refused"
+    assert "sneaky" not in ran(marker)
+
+
+# -- namespace parents and shadows: every package on the dotted path is the verified one -----
+
+NS_IDS = {
+    "alpha": "7c1f0000-0000-4000-8000-0000000000a1",
+    "beta": "7c1f0000-0000-4000-8000-0000000000b1",
+}
+
+
+def _namespace_driver(part: str, marker: Path) -> Project:
+    """A PEP 420 driver in ``nsdemo.drivers.<part>``."""
+    base = driver_project(f"nsdemo-{part}", marker, NS_IDS[part], module=f"nsdemo/drivers/{part}")
+    manifest = f"nsdemo/drivers/{part}/mcs-driver.json"
+    source = DRIVER_SOURCE.format(marker=str(marker), name=part)
+    return Project(
+        f"nsdemo-{part}",
+        files={
+            f"nsdemo/drivers/{part}/__init__.py": source.replace(
+                'Tool(name="ping"', f'Tool(name="{part}_ping"'
+            ),
+            manifest: base.files[manifest],
+        },
+        entry_points={"mcs.drivers": {part: f"nsdemo.drivers.{part}:Driver"}},
+        dependencies=["mcs-host"],
+        module_name=f"nsdemo.drivers.{part}",
+    )
+
+
+# a module of a third distribution, directly in the shared namespace directory: the drivers'
+# scans must not hold it against them (it used to be a file-unlisted finding)
+NS_COMMON = Project(
+    "nsdemo-common",
+    files={"nsdemo/drivers/common.py": "VALUE = 1\n"},
+    module_name="nsdemo.drivers.common",
+)
+
+
+@pytest.fixture(scope="module")
+def ns_scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("namespace")
+    marker = root / "ran.txt"
+    venv = new_venv(root, wheelhouse, uv_cache)
+    projects = [_namespace_driver(part, marker) for part in ("alpha", "beta")]
+    wheels = install(venv, root, *projects, NS_COMMON)
+    registry = write_registry(
+        root / "registry.json",
+        {
+            NS_IDS[part]: entry(
+                f"nsdemo-{part}",
+                part,
+                f"nsdemo.drivers.{part}:Driver",
+                releases={"1.0.0": pin(wheel)},
+            )
+            for part, wheel in zip(("alpha", "beta"), wheels[:2], strict=True)
+        },
+    )
+    assert not (venv.site_packages / "nsdemo" / "__init__.py").exists()
+    assert (venv.site_packages / "nsdemo" / "drivers" / "common.py").exists()
+    return {"venv": venv, "marker": marker, "registry": registry, "root": root}
+
+
+def test_pep_420_namespace_drivers_sharing_a_namespace_both_load(
+    ns_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state")
+    assert verified.returncode == 0, verified.stdout
+    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
+    assert code == 0, report["errors"]
+    assert {r["label"]: r["trust"] for r in report["drivers"]} == {
+        "alpha": "pinned",
+        "beta": "pinned",
+    }
+    assert sorted(ran(marker)) == ["alpha ran", "beta ran"]
+
+
+def _shadow_plants(
+    scene: dict[str, Any], tmp_path: Path, how: str
+) -> tuple[list[Path], dict[str, str]]:
+    """Plant a shadow of ``nsdemo`` (or of a package below it) the way ``how`` says; return
+    the paths to remove and the environment that makes it live."""
+    venv, marker = scene["venv"], scene["marker"]
+    site = venv.site_packages
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    code = mark(marker, f"SHADOW {how}")
+    env = {"PYTHONPATH": str(earlier)}
+    if how == "a top-level module beside the namespace":
+        (site / "nsdemo.py").write_text(code)
+        return [site / "nsdemo.py"], {}
+    if how == "bytecode alone on an earlier path entry":
+        source = tmp_path / "nsdemo.py"
+        source.write_text(code)
+        py_compile.compile(str(source), str(earlier / "nsdemo.pyc"), doraise=True)
+        return [], env
+    if how == "a regular package on an earlier path entry":
+        (earlier / "nsdemo").mkdir()
+        (earlier / "nsdemo" / "__init__.py").write_text(code)
+        return [], env
+    if how == "an __init__ planted in the namespace directory":
+        (site / "nsdemo" / "__init__.py").write_text(code)
+        return [site / "nsdemo" / "__init__.py"], {}
+    if how == "an extension module named like the parent":
+        built = compile_extension(tmp_path, "nsdemo", marker, f"SHADOW {how}")
+        target = site / f"nsdemo{EXTENSION_SUFFIXES[0]}"
+        shutil.copy(built, target)
+        return [target], {}
+    if how == "a directory added by a .pth file":
+        (earlier / "nsdemo").mkdir()
+        (earlier / "nsdemo" / "__init__.py").write_text(code)
+        (site / "00-shadow.pth").write_text(f"{earlier}\n")
+        return [site / "00-shadow.pth"], {}
+    if how == "a zip added by a .pth file":
+        archive = tmp_path / "shadow.zip"
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("nsdemo/__init__.py", code)
+        (site / "00-shadow.pth").write_text(f"{archive}\n")
+        return [site / "00-shadow.pth"], {}
+    if how == "a module shadowing the driver package on an earlier path entry":
+        (earlier / "nsdemo" / "drivers").mkdir(parents=True)
+        (earlier / "nsdemo" / "drivers" / "alpha.py").write_text(code)
+        return [], env
+    raise AssertionError(how)
+
+
+SHADOWS = [
+    "a top-level module beside the namespace",
+    "bytecode alone on an earlier path entry",
+    "a regular package on an earlier path entry",
+    "an __init__ planted in the namespace directory",
+    "an extension module named like the parent",
+    "a directory added by a .pth file",
+    "a zip added by a .pth file",
+    "a module shadowing the driver package on an earlier path entry",
+]
+
+
+@pytest.mark.parametrize("how", SHADOWS)
+def test_no_path_entry_can_provide_a_namespace_parent_or_the_driver(
+    ns_scene: dict[str, Any], tmp_path: Path, how: str
+) -> None:
+    """Each shadow is live for an ordinary import; the host imports the verified bytes (or,
+    for a file planted in the drivers' own namespace directory, refuses them as tampered)."""
+    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    planted, env = _shadow_plants(ns_scene, tmp_path, how)
+    try:
+        # the control: an ordinary import of the driver picks the shadow up
+        target = "nsdemo.drivers.alpha" if "driver package" in how else "nsdemo"
+        venv.run("python", "-c", f"import {target}", env=env)
+        assert any(line.startswith("SHADOW") for line in ran(marker)), how
+        marker.unlink()
+        _, report = load_json(venv, registry, tmp_path / "state", **env)
+        outcomes = {r["label"]: (r["status"], r["reason"]) for r in report["drivers"]}
+        if how == "an __init__ planted in the namespace directory":
+            assert outcomes == {
+                "alpha": ("rejected", "file-unlisted"),
+                "beta": ("rejected", "file-unlisted"),
+            }
+            assert ran(marker) == []
+        else:
+            assert outcomes == {"alpha": ("mounted", "mounted"), "beta": ("mounted", "mounted")}
+            assert sorted(ran(marker)) == ["alpha ran", "beta ran"]  # verified, no shadow
+    finally:
+        for path in planted:
+            path.unlink()
+        marker.unlink(missing_ok=True)
+
+
+def test_a_namespace_parent_imported_from_elsewhere_before_the_load_is_refused(
+    ns_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    shadow = venv.site_packages / "nsdemo.py"
+    shadow.write_text(mark(marker, "SHADOW imported by the app"))
+    try:
+        result = app(venv, registry, tmp_path / "state", before=["import nsdemo"])
+    finally:
+        shadow.unlink()
+    status, reason, message, _ = result["records"]["alpha"]
+    assert (status, reason) == ("rejected", "integrity")
+    assert f"module 'nsdemo' was already imported from {shadow}" in message
+    assert "alpha ran" not in ran(marker)
+
+
+# -- everything a verified driver imports is judged, at load and at call time ------------------
+
+LAZY_ID = "7c1f0000-0000-4000-8000-0000000000c1"
+LAZY_SOURCE = """
+{mark}
+try:
+    import fastjson
+except ImportError:
+    fastjson = None
+
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+
+TOOLS = ("ping", "lazy", "cached", "fast", "speed")
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [Tool(name=name, description=name) for name in TOOLS]
+
+    def execute_tool(self, tool_name, arguments):
+        if tool_name == "ping":
+            return "pong"
+        if tool_name == "lazy":
+            import lazyplugin
+            return lazyplugin.ANSWER
+        if tool_name == "cached":
+            import preloaded
+            return preloaded.ANSWER
+        if tool_name == "fast":
+            return fastjson is not None
+        from . import _speed
+        return _speed.WHO
+"""
+
+
+@pytest.fixture(scope="module")
+def lazy_scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A pinned driver that imports optionally at load time and lazily at call time, and
+    ships a compiled extension module; modules an attacker planted under those names."""
+    root = tmp_path_factory.mktemp("lazy")
+    marker = root / "ran.txt"
+    venv = new_venv(root, wheelhouse, uv_cache)
+    base = driver_project("lazy-driver", marker, LAZY_ID)
+    project = Project(
+        "lazy-driver",
+        files={
+            **base.files,
+            "lazy_driver/__init__.py": LAZY_SOURCE.format(mark=mark(marker, "lazy-driver ran")),
+        },
+        entry_points=base.entry_points,
+        dependencies=["mcs-host"],
+    )
+    source = project.write(root / "src")
+    genuine = compile_extension(root, "_speed", marker, "genuine")
+    evil = compile_extension(root, "_speed", marker, "EVIL")
+    shutil.copy(genuine, source / "lazy_driver" / f"_speed{EXTENSION_SUFFIXES[0]}")
+    wheel = build_wheel(source, root / "wheels")
+    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    for name in ("fastjson", "lazyplugin", "preloaded"):
+        (venv.site_packages / f"{name}.py").write_text(mark(marker, name) + "ANSWER = 'planted'\n")
+    registry = write_registry(
+        root / "registry.json",
+        {
+            LAZY_ID: entry(
+                "lazy-driver", "lazy_driver", "lazy_driver:Driver", releases={"1.0.0": pin(wheel)}
+            )
+        },
+    )
+    return {"venv": venv, "marker": marker, "registry": registry, "evil": evil, "root": root}
+
+
+ALLOW_EXTENSIONS = {"allow_extensions": True}
+
+
+def test_an_extension_module_in_a_pinned_driver_needs_the_policy(
+    lazy_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    result = app(venv, registry, tmp_path / "state")
+    status, reason, message, _ = result["records"]["lazy_driver"]
+    assert (status, reason) == ("rejected", "extension-module")
+    assert f"_speed{EXTENSION_SUFFIXES[0]}" in message
+    assert ran(marker) == []
+
+
+def test_an_optional_import_at_load_time_is_refused_and_reported(
+    lazy_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    assert venv.run("python", "-c", "import fastjson").returncode == 0  # the control
+    assert ran(marker) == ["fastjson"]
+    marker.unlink()
+    result = app(venv, registry, tmp_path / "state", [("fast", [])], trust=ALLOW_EXTENSIONS)
+    status, _, _, warnings = result["records"]["lazy_driver"]
+    assert status == "mounted"
+    assert any(w.startswith("import-refused: import of 'fastjson' refused") for w in warnings)
+    assert result["calls"] == [[True, False, None, False]]  # it fell back: no fastjson
+    code, report = load_json(venv, registry, tmp_path / "state", "--strict", "--allow-extensions")
+    assert (code, record(report, "lazy_driver")["reason"]) == (1, "import-refused")
+    assert "fastjson" not in ran(marker)
+
+
+def test_a_lazy_import_at_call_time_fails_the_call_and_the_host_goes_on(
+    lazy_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    result = app(
+        venv,
+        registry,
+        tmp_path / "state",
+        [("lazy", []), ("ping", [])],
+        trust=ALLOW_EXTENSIONS,
+    )
+    (executed, failed, detail, _), pong = result["calls"]
+    assert (executed, failed) == (False, True)
+    assert "import of 'lazyplugin' refused" in detail
+    assert pong == [True, False, None, "pong"]
+    assert "lazyplugin" not in ran(marker)
+
+
+def test_a_module_imported_before_the_load_is_judged_when_the_driver_imports_it(
+    lazy_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
+    marker.unlink(missing_ok=True)
+    result = app(
+        venv,
+        registry,
+        tmp_path / "state",
+        [("cached", [])],
+        before=["import preloaded"],  # the app's own doing: its marker is expected
+        trust=ALLOW_EXTENSIONS,
+    )
+    ((executed, failed, detail, value),) = result["calls"]
+    assert (executed, failed, value) == (False, True, None)
+    assert "import of 'preloaded' refused" in detail
+    assert ran(marker) == ["preloaded", "lazy-driver ran"]
+
+
+def test_an_extension_swapped_after_the_load_is_refused_when_first_imported(
+    lazy_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry, evil = (lazy_scene[k] for k in ("venv", "marker", "registry", "evil"))
+    target = venv.site_packages / "lazy_driver" / f"_speed{EXTENSION_SUFFIXES[0]}"
+    genuine = target.read_bytes()
+    swap = f"import shutil; shutil.copy({str(evil)!r}, {str(target)!r})"
+    marker.unlink(missing_ok=True)
+    try:
+        result = app(
+            venv, registry, tmp_path / "state", [("speed", [swap])], trust=ALLOW_EXTENSIONS
+        )
+        ((executed, failed, detail, _),) = result["calls"]
+        assert (executed, failed) == (False, True)
+        assert "changed after verification" in detail
+        assert "EVIL ran" not in ran(marker)
+        target.write_bytes(genuine)
+        # the control: unswapped, the verified extension loads from its checked bytes
+        result = app(venv, registry, tmp_path / "state", [("speed", [])], trust=ALLOW_EXTENSIONS)
+        assert result["calls"] == [[True, False, None, "genuine"]]
+        assert "genuine ran" in ran(marker)
+    finally:
+        target.write_bytes(genuine)
+
+
+# -- host plugins are drivers for trust purposes ------------------------------------------------
+
+PLUGIN_ID = "7c1f0000-0000-4000-8000-0000000000d1"
+PLUGIN_SOURCE = """
+{mark}
+from mcs_host.hooks import hookimpl
+
+
+@hookimpl
+def mcs_host_after_tool_call(call, result, error):
+    pass
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("plugins")
+    marker = root / "ran.txt"
+    venv = new_venv(root, wheelhouse, uv_cache)
+    helper = Project("helper-lib", files={"helper_lib/__init__.py": mark(marker, "helper-lib")})
+    plugin = Project(
+        "audit-plugin",
+        files={
+            "audit_plugin/__init__.py": "import helper_lib\n"
+            + PLUGIN_SOURCE.format(mark=mark(marker, "audit-plugin"))
+        },
+        entry_points={"mcs.host_plugins": {"audit": "audit_plugin"}},
+        dependencies=["mcs-host", "helper-lib"],
+    )
+    wheels = install(venv, root, helper, plugin)
+    pinned = {
+        "distribution": "audit-plugin",
+        "label": "audit",
+        "object": "audit_plugin",
+        "group": "mcs.host_plugins",
+        "releases": {"1.0.0": pin(wheels[1])},
+    }
+    return {
+        "venv": venv,
+        "marker": marker,
+        "unpinned": write_registry(root / "unpinned.json", {}),
+        "pinned": write_registry(root / "pinned.json", {PLUGIN_ID: pinned}),
+    }
+
+
+def test_an_unpinned_plugin_is_listed_refused_and_fatal_under_strict(
+    plugin_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "unpinned"))
+    state = tmp_path / "state"
+    listed = cli(venv, "list", state=state)
+    assert "Host plugins" in listed.stdout
+    assert "audit-plugin" in listed.stdout
+    listed_json = json.loads(cli(venv, "list", "--json", state=state).stdout)
+    assert [p["label"] for p in listed_json["plugins"]] == ["audit"]
+    verified = cli(venv, "verify", "--json", "--registry", registry, state=state)
+    assert verified.returncode == 1
+    (plugin,) = json.loads(verified.stdout)["plugins"]
+    assert (plugin["kind"], plugin["status"], plugin["allowed"]) == ("plugin", "unverified", False)
+    code, report = load_json(venv, registry, state)
+    assert code == 0
+    found = record(report, "audit", "plugins")
+    assert (found["status"], found["reason"]) == ("rejected", "not-in-registry")
+    code, report = load_json(venv, registry, state, "--strict")
+    assert code == 1
+    assert any(e.startswith("host plugin audit: not-in-registry:") for e in report["errors"])
+    assert ran(marker) == []
+
+
+def test_a_pinned_plugin_gets_the_dependency_checks_of_a_driver(
+    plugin_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "pinned"))
+    marker.unlink(missing_ok=True)
+    state = tmp_path / "state"
+    code, report = load_json(venv, registry, state, "--strict")
+    assert code == 1
+    found = record(report, "audit", "plugins")
+    assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
+    assert ran(marker) == []
+    verified = cli(venv, "verify", "--registry", registry, state=state)
+    assert verified.returncode == 1
+    assert "audit: UNVERIFIED CODE would run: dependency helper-lib 1.0.0" in verified.stdout
+    code, report = load_json(venv, registry, state)
+    found = record(report, "audit", "plugins")
+    assert found["status"] == "mounted"
+    warnings = " | ".join(found["warnings"])
+    assert "unverified-dependency: dependency helper-lib 1.0.0 is unverified" in warnings
+    assert ran(marker) == ["helper-lib", "audit-plugin"]
+
+
+def test_a_tampered_plugin_is_refused_before_it_runs(
+    plugin_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "pinned"))
+    marker.unlink(missing_ok=True)
+    init = venv.site_packages / "audit_plugin" / "__init__.py"
+    original = init.read_text()
+    init.write_text(original.replace("pass", "1  "))
+    try:
+        _, report = load_json(venv, registry, tmp_path / "state")
+    finally:
+        init.write_text(original)
+    found = record(report, "audit", "plugins")
+    assert (found["status"], found["reason"]) == ("rejected", "file-modified")
+    assert ran(marker) == []
+
+
+# -- the command line runs nothing from the environment before verification ------------------
+
+PROBED = ("nt", "_winapi", "msvcrt", "bcrypt", "_overlapped", "winreg", "_wmi")
+"""Modules our dependencies or the standard library try to import, absent on Linux."""
+
+
+@pytest.fixture(scope="module")
+def probe_scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A venv where every standard-library module this Python lacks, and every name known to
+    be probed, is planted in site-packages as a module that writes a marker."""
+    root = tmp_path_factory.mktemp("probes")
+    marker = root / "ran.txt"
+    venv = new_venv(root, wheelhouse, uv_cache)
+    missing = venv.run(
+        "python",
+        "-c",
+        "import importlib.util, json, sys\n"
+        "print(json.dumps(sorted(n for n in sys.stdlib_module_names\n"
+        "    if '.' not in n and importlib.util.find_spec(n) is None)))",
+    )
+    names = sorted({*json.loads(missing.stdout), *PROBED})
+    for name in names:
+        (venv.site_packages / f"{name}.py").write_text(mark(marker, name))
+    (venv.site_packages / "org").mkdir()
+    (venv.site_packages / "org" / "__init__.py").write_text(mark(marker, "org"))
+    (venv.site_packages / "org" / "python").mkdir()
+    (venv.site_packages / "org" / "python" / "__init__.py").write_text(mark(marker, "org"))
+    registry = write_registry(root / "registry.json", {})
+    return {"venv": venv, "marker": marker, "names": names, "registry": registry}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["list", "--json"],
+        ["--help"],
+        ["verify", "--registry", "{registry}"],
+        ["load", "--registry", "{registry}"],
+        ["lock", "--registry", "{lock}"],
+        ["keygen", "{key}"],
+    ],
+    ids=" ".join,
+)
+def test_no_command_runs_a_module_planted_under_a_probed_name(
+    probe_scene: dict[str, Any], tmp_path: Path, command: list[str]
+) -> None:
+    venv, marker = probe_scene["venv"], probe_scene["marker"]
+    marker.unlink(missing_ok=True)
+    assert venv.run("python", "-c", "import nt").returncode == 0  # the control
+    assert ran(marker) == ["nt"]
+    marker.unlink()
+    values = {
+        "registry": str(probe_scene["registry"]),
+        "lock": str(tmp_path / "lock.json"),
+        "key": str(tmp_path / "key.pem"),
+    }
+    done = cli(venv, *(part.format(**values) for part in command), state=tmp_path / "state")
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    assert ran(marker) == [], f"planted modules ran: {ran(marker)}"
+
+
+def test_python_dash_m_ignores_modules_in_the_working_directory(
+    probe_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv, marker = probe_scene["venv"], probe_scene["marker"]
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    for name in ("typing", "__future__", "copy", "dataclasses", "json", "pathlib", "enum"):
+        (cwd / f"{name}.py").write_text(mark(marker, f"cwd {name}"))
+    marker.unlink(missing_ok=True)
+    venv.run("python", "-c", "import json", cwd=cwd)  # the control
+    assert "cwd json" in ran(marker)
+    marker.unlink()
+    for args in (["list"], ["list", "--json"], ["--version"]):
+        done = venv.run("python", "-m", "mcs_host", *args, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+    assert ran(marker) == []
+
+
+def test_verify_names_the_code_the_interpreter_runs_at_start_up(
+    probe_scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv = probe_scene["venv"]
+    site = venv.site_packages
+    plants = [site / "zz-startup.pth", site / "sitecustomize.py", venv.bin / "helper.py"]
+    plants[0].write_text("import os\n")
+    plants[1].write_text("")
+    plants[2].write_text("")
+    try:
+        done = cli(venv, "verify", "--json", "--registry", probe_scene["registry"], state=tmp_path)
+        startup = {item["path"] for item in json.loads(done.stdout)["startup"]}
+        assert {str(p) for p in plants} <= startup
+        text = cli(venv, "verify", "--registry", probe_scene["registry"], state=tmp_path).stdout
+        assert "Start-up code (the interpreter runs it before any host can act):" in text
+        assert str(plants[0]) in text
+    finally:
+        for plant in plants:
+            plant.unlink()
