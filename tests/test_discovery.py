@@ -329,7 +329,10 @@ FAST_CLI = (
     "import sys; from mcs_host._launch import main; main(sys.argv[1:]); "
     "assert 'typer' not in sys.modules, 'the fast path handed the command line to typer'"
 )
-FULL_CLI = "import sys; from mcs_host.cli import main; main(sys.argv[1:])"
+FULL_CLI = (
+    "import sys; from mcs_host._launch import _isolate; _isolate(); "  # as the console script
+    "from mcs_host.cli import main; main(sys.argv[1:])"
+)
 HEAVY = ("typer", "click", "pydantic", "rich")
 
 

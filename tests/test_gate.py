@@ -654,6 +654,56 @@ def test_an_extension_swapped_after_the_load_is_refused_when_first_imported(
         target.write_bytes(genuine)
 
 
+def test_an_extension_module_in_a_pinned_library_needs_the_policy_too(
+    wheelhouse: Path, uv_cache: Path, tmp_path: Path
+) -> None:
+    venv = new_venv(tmp_path, wheelhouse, uv_cache)
+    marker = tmp_path / "ran.txt"
+    library = Project("extlib", files={"extlib/__init__.py": "from ._core import WHO\n"})
+    source = library.write(tmp_path / "src")
+    built = compile_extension(tmp_path, "_core", marker, "genuine")
+    shutil.copy(built, source / "extlib" / f"_core{EXTENSION_SUFFIXES[0]}")
+    library_wheel = build_wheel(source, tmp_path / "wheels")
+    driver_id = "7c1f0000-0000-4000-8000-0000000000c2"
+    base = driver_project("ext-user", marker, driver_id)
+    driver = Project(
+        "ext-user",
+        files={
+            **base.files,
+            "ext_user/__init__.py": "import extlib\n"
+            + DRIVER_SOURCE.format(marker=str(marker), name="ext-user").replace(
+                'return "pong"', "return extlib.WHO"
+            ),
+        },
+        entry_points=base.entry_points,
+        dependencies=["mcs-host", "extlib"],
+    )
+    (driver_wheel,) = install(venv, tmp_path, driver)
+    pip("install", "--no-index", "--no-deps", str(library_wheel), python=venv.python)
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {
+            driver_id: entry(
+                "ext-user", "ext_user", "ext_user:Driver", releases={"1.0.0": pin(driver_wheel)}
+            )
+        },
+        libraries={"extlib": {"releases": {"1.0.0": pin(library_wheel)}}},
+    )
+    result = app(venv, registry, tmp_path / "state", [("ping", [])])
+    status, reason, message, _ = result["records"]["ext_user"]
+    assert (status, reason) == ("rejected", "extension-module")
+    assert "dependency extlib 1.0.0 ships extension modules (extlib/_core" in message
+    assert ran(marker) == []
+    verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state")
+    assert verified.returncode == 1
+    assert "ext_user: refused at load: extension-module: dependency extlib" in verified.stdout
+    # allowed, the library's extension is loaded from its verified bytes
+    result = app(venv, registry, tmp_path / "state", [("ping", [])], trust=ALLOW_EXTENSIONS)
+    assert result["records"]["ext_user"][0] == "mounted"
+    assert result["calls"] == [[True, False, None, "genuine"]]
+    assert ran(marker) == ["genuine ran", "ext-user ran"]
+
+
 # -- host plugins are drivers for trust purposes ------------------------------------------------
 
 PLUGIN_ID = "7c1f0000-0000-4000-8000-0000000000d1"
