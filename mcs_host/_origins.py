@@ -35,10 +35,17 @@ _SITE_NAMES = frozenset({"site-packages", "dist-packages"})
 _ROOTS: tuple[str, ...] | None = None
 
 
+_REAL_DIRS: dict[str, str] = {}
+
+
 def real_file(path: str) -> str:
-    """``path`` with its directory's symlinks resolved (the file itself is not followed)."""
+    """``path`` with its directory's symlinks resolved (the file itself is not followed);
+    directories are resolved once per process."""
     head, tail = os.path.split(path)
-    return os.path.join(os.path.realpath(head), tail)
+    real = _REAL_DIRS.get(head)
+    if real is None:
+        real = _REAL_DIRS[head] = os.path.realpath(head)
+    return os.path.join(real, tail)
 
 
 def stdlib_roots() -> tuple[str, ...]:
