@@ -795,6 +795,8 @@ def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded
     loaded, report = _load(settings, (), path)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
+    for finding in report.environment:
+        typer.echo(f"host installation (ignored, grants nothing): {finding}", err=True)
     for record in report.records:
         if record.status == "mounted":
             typer.echo(f"mounted {record.label} ({record.trust})", err=True)
