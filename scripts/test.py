@@ -5,7 +5,8 @@
     python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
 
 For each version: a venv in .venvs/py3.X, the host with its test extras and the bundled
-plugins installed editable, then mypy and pytest. ruff (lint and format check) runs once.
+plugins installed editable, then mypy and pytest (one worker per core, pytest-xdist). ruff
+(lint and format check) runs once.
 A version whose interpreter is missing is reported as skipped; any failure exits 1.
 """
 
@@ -84,7 +85,9 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
         ok &= step("ruff check", [python, "-m", "ruff", "check", "."], env)
         ok &= step("ruff format --check", [python, "-m", "ruff", "format", "--check", "."], env)
     ok &= step(f"{version}: mypy", [python, "-m", "mypy", "--python-version", version], env)
-    ok &= step(f"{version}: pytest", [python, "-m", "pytest", "-v", *pytest_args], env)
+    # one worker per core; a module's tests stay on one worker, so its fixtures are built once
+    parallel = ["-n", "auto", "--dist", "loadscope"]
+    ok &= step(f"{version}: pytest", [python, "-m", "pytest", "-v", *parallel, *pytest_args], env)
     return ok
 
 
