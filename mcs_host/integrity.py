@@ -1,11 +1,16 @@
-"""Integrity: the ``installed-tree-v1`` digest of a distribution, installed or still a wheel.
+"""Integrity: the ``installed-tree-v2`` digest of a distribution, installed or still a wheel.
 
 For every RECORD row that lands inside the site directory, the real file is hashed (opened with
-``O_NOFOLLOW``, its directory's real path inside the site directory, its size checked first) and
-listed as ``<sha256> <size> <path>``; the listing, sorted by path, is hashed again. Files the
-installer writes (RECORD, INSTALLER, REQUESTED, direct_url.json, uv_cache.json, the publisher
-signature) and ``__pycache__`` bytecode are left out, so the digest of a wheel equals the digest
-of any install of it. RECORD itself proves nothing (installers do not check it); the digest is
+``O_NOFOLLOW``, its directory's real path inside the site directory, its size checked first).
+The listing is a header line naming the format, then one JSON array ``[path, size, sha256]``
+per file, ASCII only (so no path can hold a line break), sorted by path; its sha256 is the
+digest. Two different trees can therefore never have the same listing. RECORD paths are
+checked first: a control character, an absolute or backslashed path, an empty, ``.`` or
+``..`` component inside the site directory, or two rows that are one file on a case-folding
+filesystem are ``record-invalid`` and leave the tree without a digest. Files the installer
+writes (RECORD, INSTALLER, REQUESTED, direct_url.json, uv_cache.json, the publisher signature)
+and ``__pycache__`` bytecode are left out, so the digest of a wheel equals the digest of any
+install of it. RECORD itself proves nothing (installers do not check it); the digest is
 trusted only when a registry pins it or a trusted publisher signed it.
 
 Besides the digest, a scan reports what would let unverified code run: files that differ from
@@ -21,11 +26,15 @@ import hashlib
 import io
 import json
 import os
+import posixpath
 import stat
+import unicodedata
 import zipfile
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.machinery import EXTENSION_SUFFIXES
+
+from ._files import METADATA_LIMIT, RECORD_LIMIT, InputError, loads_json, read_bytes, read_text
 
 __all__ = [
     "DIGEST_FORMAT",
@@ -43,7 +52,7 @@ __all__ = [
     "scan_wheel",
 ]
 
-DIGEST_FORMAT = "installed-tree-v1"
+DIGEST_FORMAT = "installed-tree-v2"
 SIGNATURE_FILE = "mcs-signature.json"
 """The publisher signature file in a ``*.dist-info`` directory; the digest excludes it."""
 
@@ -76,19 +85,23 @@ class FileEntry:
 
     @property
     def line(self) -> str:
-        return f"{self.sha256} {self.size} {self.path}\n"
+        """``[path, size, sha256]`` as one line of ASCII JSON: the line cannot hold a break."""
+        return json.dumps([self.path, self.size, self.sha256], separators=(",", ":")) + "\n"
+
+
+_HEADER = f"{DIGEST_FORMAT}\n"
 
 
 @dataclass(frozen=True, slots=True)
 class TreeDigest:
-    """The ``installed-tree-v1`` digest and the listing it was computed from."""
+    """The ``installed-tree-v2`` digest and the listing it was computed from."""
 
     entries: tuple[FileEntry, ...]
     digest: str = field(init=False)
     """``sha256:<hex>`` of the listing."""
 
     def __post_init__(self) -> None:
-        listing = "".join(entry.line for entry in self.entries).encode("utf-8")
+        listing = self.listing.encode("ascii")
         object.__setattr__(self, "digest", "sha256:" + hashlib.sha256(listing).hexdigest())
 
     @classmethod
@@ -106,7 +119,8 @@ class TreeDigest:
 
     @property
     def listing(self) -> str:
-        return "".join(entry.line for entry in self.entries)
+        """The format's header line, then one line per file."""
+        return _HEADER + "".join(entry.line for entry in self.entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +129,8 @@ class Finding:
 
     code: str
     """``file-modified``, ``file-missing``, ``file-unlisted``, ``file-shadowing``,
-    ``not-a-regular-file``, ``path-escapes`` or ``record-invalid``."""
+    ``not-a-regular-file``, ``path-escapes``, ``record-invalid`` or (in a wheel)
+    ``member-invalid``."""
     path: str
     message: str
 
@@ -151,14 +166,13 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
     dist_name = os.path.basename(dist_info.rstrip(os.sep))
     findings: list[Finding] = []
     try:
-        with open(os.path.join(dist_info, "RECORD"), encoding="utf-8", newline="") as f:
-            record = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        record = read_text(os.path.join(dist_info, "RECORD"), "RECORD", RECORD_LIMIT, follow=False)
+    except (OSError, InputError) as exc:
         finding = Finding("record-invalid", f"{dist_name}/RECORD", f"cannot read RECORD: {exc}")
         return TreeScan(dist_info, None, (finding,))
-    rows = list(_rows(record, dist_name, findings))
+    rows = list(_rows(record, dist_name, findings, base))
     entries: list[FileEntry] = []
-    complete = True
+    complete = not findings  # a RECORD row that is refused leaves the tree without a digest
     checker = _DirectoryGuard(base)
     for row in rows:
         entry = _hash_installed(base, row, checker, findings) if row.algorithm else None
@@ -184,7 +198,7 @@ def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
     except zipfile.BadZipFile as exc:
         raise ValueError(f"{path} is not a wheel: {exc}") from None
     with opened as archive:
-        members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+        members = _members(archive, findings)
         records = [
             name for name in members if name.count("/") == 1 and name.endswith(".dist-info/RECORD")
         ]
@@ -197,9 +211,9 @@ def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
         except UnicodeDecodeError as exc:
             finding = Finding("record-invalid", records[0], f"RECORD is not UTF-8: {exc}")
             return TreeScan(path, None, (finding,))
-        rows = {row.path: row for row in _rows(record, dist_name, findings)}
+        rows = {row.path: row for row in _rows(record, dist_name, findings, None)}
         entries: list[FileEntry] = []
-        complete = True
+        complete = not findings
         for name in sorted(members):
             if name not in rows:
                 if not _installer_written(name, dist_name):
@@ -212,9 +226,10 @@ def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
             if not row.algorithm:
                 complete = False
                 continue
-            data = archive.read(name)
-            entry = FileEntry(installed, hashlib.sha256(data).hexdigest(), len(data))
-            if _differs(row, data):
+            sha256, size, other = _hash_member(archive, members[name], row.algorithm)
+            entry = FileEntry(installed, sha256.hex(), size)
+            recorded = other if row.algorithm != "sha256" else sha256
+            if (row.size is not None and row.size != size) or record_hash(recorded) != row.recorded:
                 findings.append(
                     Finding("file-modified", name, f"{name} does not match its RECORD row")
                 )
@@ -245,13 +260,15 @@ _RECORD_HASHES = frozenset(
 """The fixed-length hashes of sha256's strength or more (PEP 376 refuses md5 and sha1)."""
 
 
-def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row]:
+def _rows(record: str, dist_name: str, findings: list[Finding], base: str | None) -> Iterator[_Row]:
     """The RECORD rows that are part of the digest; problems go to ``findings``.
 
-    A row without a usable hash is yielded with an empty ``algorithm``: its file is named in
-    RECORD (so not unlisted) but cannot be part of a complete digest.
+    ``base`` is the site directory of an installed distribution, whose RECORD may lead out of
+    it (scripts, data: left out); ``None`` for a wheel, where every row is inside. A row
+    without a usable hash is yielded with an empty ``algorithm``: its file is named in RECORD
+    (so not unlisted) but cannot be part of a complete digest.
     """
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # case-folded, NFC path -> the path as RECORD spells it
     for number, fields in enumerate(_csv_rows(record), 1):
         if not fields:
             continue
@@ -265,14 +282,24 @@ def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row
             )
             continue
         path, hash_field, size_field = fields
-        if _installer_written(path, dist_name) or _is_bytecode_cache(path):
+        outside, problem = _classify(path, base)
+        if problem is not None:
+            message = f"RECORD line {number}: the path {path!r} {problem}"
+            findings.append(Finding("record-invalid", path, message))
             continue
-        if path.startswith("/") or "\\" in path or (".." in path and _leaves_site(path)):
-            continue  # lands outside the site directory (scripts, data, headers)
-        if path in seen:
-            findings.append(Finding("record-invalid", path, f"{path} is listed twice in RECORD"))
+        if outside or _installer_written(path, dist_name) or _is_bytecode_cache(path):
+            continue  # scripts, data and headers; files the installer writes; bytecode
+        key = unicodedata.normalize("NFC", path).casefold()
+        if key in seen:
+            twice = (
+                "is listed twice"
+                if seen[key] == path
+                else f"is the same file as {seen[key]!r} where names are case-folded"
+            )
+            message = f"RECORD line {number}: the path {path!r} {twice}"
+            findings.append(Finding("record-invalid", path, message))
             continue
-        seen.add(path)
+        seen[key] = path
         algorithm, sep, recorded = hash_field.partition("=")
         size = int(size_field) if size_field.isascii() and size_field.isdigit() else None
         if not sep or not recorded:
@@ -293,8 +320,13 @@ def _rows(record: str, dist_name: str, findings: list[Finding]) -> Iterator[_Row
 def editable_source(metadata_path: str) -> str | None:
     """The directory an editable install points at, from its ``direct_url.json``."""
     try:
-        with open(os.path.join(metadata_path, "direct_url.json"), encoding="utf-8") as f:
-            data = json.load(f)
+        text = read_bytes(
+            os.path.join(metadata_path, "direct_url.json"),
+            "direct_url.json",
+            METADATA_LIMIT,
+            follow=False,
+        )
+        data = loads_json(text, os.path.join(metadata_path, "direct_url.json"))
     except (OSError, ValueError):
         return None
     if isinstance(data, dict) and (data.get("dir_info") or {}).get("editable"):
@@ -302,9 +334,78 @@ def editable_source(metadata_path: str) -> str | None:
     return None
 
 
-def _leaves_site(path: str) -> bool:
-    normal = os.path.normpath(path)
-    return normal == ".." or normal.startswith(".." + os.sep)
+_REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+"""Control, format, surrogate, private and unassigned characters, and line breaks."""
+
+
+def _classify(path: str, base: str | None) -> tuple[bool, str | None]:
+    """``(outside, problem)`` for a RECORD path: whether it leads out of the site directory
+    ``base`` (only ``..`` components first, and landing outside), and what is wrong with it."""
+    if not path:
+        return False, "is empty"
+    refused = next((c for c in path if unicodedata.category(c) in _REFUSED_CATEGORIES), None)
+    if refused is not None:
+        return False, f"holds the character {refused!r}"
+    if "\\" in path:
+        return False, "holds a backslash"
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":" and path[0].isalpha()):
+        return False, "is absolute"
+    parts = path.split("/")
+    leading = 0
+    while leading < len(parts) and parts[leading] == "..":
+        leading += 1
+    if leading == len(parts) or any(part in ("", ".", "..") for part in parts[leading:]):
+        return False, "has an empty, '.' or '..' component"
+    if not leading:
+        return False, None
+    if base is None:
+        return False, "leads out of the wheel"
+    root = base.replace(os.sep, "/")
+    target = posixpath.normpath(posixpath.join(root, path))
+    if target == root or target.startswith(root.rstrip("/") + "/"):
+        return False, "leaves the site directory and comes back into it"
+    return True, None
+
+
+def _members(archive: zipfile.ZipFile, findings: list[Finding]) -> dict[str, zipfile.ZipInfo]:
+    """The wheel's files by name; a name that is not a plain relative path, or that is there
+    twice (also when case-folded), is a finding."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    folded: dict[str, str] = {}
+    for info in archive.infolist():
+        if info.is_dir():
+            continue
+        name = info.filename
+        _, problem = _classify(name, None)
+        key = unicodedata.normalize("NFC", name).casefold()
+        if problem is None and key in folded:
+            problem = (
+                "is in the wheel twice"
+                if folded[key] == name
+                else f"is the same file as {folded[key]!r} where names are case-folded"
+            )
+        if problem is not None:
+            findings.append(Finding("member-invalid", name, f"the wheel member {name!r} {problem}"))
+            continue
+        folded[key] = name
+        members[name] = info
+    return members
+
+
+def _hash_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, algorithm: str
+) -> tuple[bytes, int, bytes]:
+    """The sha256 digest, size and ``algorithm`` digest of a wheel member, read in chunks."""
+    sha256 = hashlib.sha256()
+    other = None if algorithm == "sha256" else hashlib.new(algorithm)
+    total = 0
+    with archive.open(info) as member:
+        while chunk := member.read(_CHUNK):
+            sha256.update(chunk)
+            if other is not None:
+                other.update(chunk)
+            total += len(chunk)
+    return sha256.digest(), total, other.digest() if other is not None else b""
 
 
 def _installer_written(path: str, dist_name: str) -> bool:
@@ -324,12 +425,6 @@ def _installed_path(wheel_name: str) -> str | None:
         scheme, _, inner = rest.partition("/")
         return inner if scheme in ("purelib", "platlib") and inner else None
     return wheel_name
-
-
-def _differs(row: _Row, data: bytes) -> bool:
-    if row.size is not None and row.size != len(data):
-        return True
-    return record_hash(hashlib.new(row.algorithm, data).digest()) != row.recorded
 
 
 class _DirectoryGuard:

@@ -46,7 +46,11 @@ __all__ = [
     "load_registry",
 ]
 
-REGISTRY_FORMAT = "mcs-host-registry/1"
+REGISTRY_FORMAT = "mcs-host-registry/2"
+_OLD_FORMATS = {
+    "mcs-host-registry/1": "its pins are installed-tree-v1 digests, which two different trees "
+    "can share; re-lock it with `mcs-host lock` (or have its publisher re-issue it)"
+}
 REGISTRY_PAYLOAD_TYPE = "application/vnd.mcs-host.registry+json"
 _SHA256 = r"^[0-9a-f]{64}$"
 
@@ -58,7 +62,7 @@ class _Strict(BaseModel):
 
 
 class Pin(_Strict):
-    """A release's ``installed-tree-v1`` digest, with the file count and bytes it covers."""
+    """A release's ``installed-tree-v2`` digest, with the file count and bytes it covers."""
 
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$", description="sha256 of the listing.")
     files: int = Field(ge=0, description="Files in the listing.")
@@ -182,7 +186,7 @@ class LibraryEntry(ReleaseEntry):
 class Registry(_Strict):
     """A registry document: the plain file, or the payload of a signed envelope."""
 
-    format: Literal["mcs-host-registry/1"] = Field(description="Format identifier.")
+    format: Literal["mcs-host-registry/2"] = Field(description="Format identifier.")
     version: int = Field(default=0, ge=0, description="Goes up with every published change.")
     expires: datetime | None = Field(
         default=None, description="After this time the registry is refused (ISO 8601, with zone)."
@@ -191,6 +195,13 @@ class Registry(_Strict):
     libraries: dict[str, LibraryEntry] = Field(
         default_factory=dict, description="Distribution (PEP 503 name) -> its pins."
     )
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _current_format(cls, value: object) -> object:
+        if isinstance(value, str) and value in _OLD_FORMATS:
+            raise ValueError(f"{value} is an old format: {_OLD_FORMATS[value]}")
+        return value
 
     @field_validator("libraries")
     @classmethod

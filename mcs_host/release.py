@@ -1,6 +1,6 @@
 """Releases: what a wheel or an installed distribution holds, publisher signatures, and locks.
 
-A release is described from its files alone: the ``installed-tree-v1`` digest, its entry points
+A release is described from its files alone: the ``installed-tree-v2`` digest, its entry points
 in ``mcs.drivers`` and, for each, the driver meta in the ``mcs-driver.json`` manifest beside the
 entry point module. ``sign_wheel`` adds a DSSE-signed statement of that description to the
 wheel's ``*.dist-info`` (a file the digest leaves out, so the digest does not change and the
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
 from .discovery import (
@@ -74,13 +74,23 @@ class ReleaseStatement(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal["mcs-host-release/1"] = "mcs-host-release/1"
+    format: Literal["mcs-host-release/2"] = "mcs-host-release/2"
     distribution: str
     version: str
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     files: int
     bytes: int
     drivers: tuple[ReleaseDriver, ...]
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _current_format(cls, value: object) -> object:
+        if value == "mcs-host-release/1":
+            raise ValueError(
+                "mcs-host-release/1 is an old format: it signs an installed-tree-v1 digest, "
+                "which two different trees can share; sign the release again with mcs-host sign"
+            )
+        return value
 
 
 @dataclass(frozen=True, slots=True)

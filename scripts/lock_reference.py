@@ -80,6 +80,7 @@ def main() -> int:
             str(REGISTRY),
             "--trust",
             "reference",
+            "--replace",  # a release pinned before is pinned again (the digest format changed)
         ]
         for wheel in sorted(Path(tmp).glob("*.whl")):
             command += ["--wheel", str(wheel)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -57,7 +58,10 @@ def test_a_clean_install_matches_its_wheel(site: Path, wheel: Path) -> None:
         "tree_driver/sub/mod.py",
     ]
     listing = installed.digest.listing.splitlines()
-    assert listing[2].endswith(" 6 tree_driver/__init__.py")
+    assert listing[0] == "installed-tree-v2"
+    path, size, sha256 = json.loads(listing[3])
+    assert (path, size) == ("tree_driver/__init__.py", 6)
+    assert len(sha256) == 64
     assert [m.name for m in module_files(installed.digest)] == [
         "tree_driver",
         "tree_driver.sub",

@@ -35,7 +35,7 @@ def entry(**fields: Any) -> dict[str, Any]:
 
 
 def registry(**fields: Any) -> dict[str, Any]:
-    return {"format": "mcs-host-registry/1", "drivers": {"id-1": entry()}, **fields}
+    return {"format": "mcs-host-registry/2", "drivers": {"id-1": entry()}, **fields}
 
 
 def test_pae_is_the_dsse_encoding() -> None:
