@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from ._files import METADATA_LIMIT, InputError, Opened, read_text
 
 if TYPE_CHECKING:  # imported where needed: importlib.metadata costs mcs-host list ~25 ms
     from importlib import metadata
@@ -241,23 +243,40 @@ def requires_dist(metadata_path: str) -> list[str]:
     """The ``Requires-Dist`` lines of the installed distribution in ``metadata_path``, read
     from the header of its METADATA (an ``.egg-info`` without one: as importlib reads it)."""
     path = os.path.join(metadata_path, "METADATA")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         from importlib import metadata  # noqa: PLC0415 - an .egg-info, rarely met
         from pathlib import Path  # noqa: PLC0415
 
         return metadata.PathDistribution(Path(metadata_path)).requires or []
     found = []
     try:
-        with open(path, "rb") as f:
-            for raw in f:
-                if not raw.strip():
-                    break  # the end of the header
-                if raw.startswith(b"Requires-Dist:"):  # only these are decoded: a bad byte
-                    line = raw.decode("utf-8", "replace")  # elsewhere is not our business
-                    found.append(line.partition(":")[2].strip())
-    except OSError:
-        return []
+        for raw in _header_lines(path):
+            if raw.startswith(b"Requires-Dist:"):  # only these are decoded: a bad byte
+                line = raw.decode("utf-8", "replace")  # elsewhere is not our business
+                found.append(line.partition(":")[2].strip())
+    except (OSError, InputError):
+        return []  # the scan of its files names what is wrong with it
     return found
+
+
+def _header_lines(path: str) -> Generator[bytes, None, None]:
+    """The lines of a METADATA file's header (up to the first blank line), read through one
+    non-blocking descriptor of a regular file and at most :data:`METADATA_LIMIT` bytes."""
+    with Opened.open(path, os.path.basename(path), follow=False) as opened:
+        pending = b""
+        total = 0
+        while total <= METADATA_LIMIT:
+            chunk = os.read(opened.fd, 65536)
+            total += len(chunk)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop() if chunk else b""
+            for line in lines:
+                if not line.strip():
+                    return  # the end of the header
+                yield line.removesuffix(b"\r")
+            if not chunk:
+                return
+        raise InputError(f"{path}: its header runs past {METADATA_LIMIT} bytes")
 
 
 def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Installed]:
@@ -309,19 +328,15 @@ def _served(entry: str, name: str | None) -> Iterator[_Installed]:
 
 
 def _read_text(installed: _Installed, filename: str) -> str | None:
+    """A metadata file's text; ``None`` when it does not exist. A file that is not a regular
+    file, is too big or is not UTF-8 raises ``InputError``."""
     if installed.dist is not None:
         return installed.dist.read_text(filename)
+    path = os.path.join(installed.metadata_path, filename)
     try:
-        fd = os.open(os.path.join(installed.metadata_path, filename), os.O_RDONLY)
+        return read_text(path, filename, METADATA_LIMIT, follow=False)
     except FileNotFoundError:
         return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8")
 
 
 def _read_entry_points(
@@ -330,7 +345,7 @@ def _read_entry_points(
     """The ``(name, value)`` pairs of ``group``, parsed as ``importlib.metadata`` does."""
     try:
         text = _read_text(installed, "entry_points.txt")
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, InputError) as exc:
         problems.append(_unreadable(installed, "entry_points.txt", exc))
         return []
     if not text or group not in text:
@@ -444,7 +459,7 @@ def _name_and_version(installed: _Installed, problems: list[Problem]) -> tuple[s
             return name or installed.project, version or "?"
         fields = _core_fields(installed.metadata_path)
         return fields.get("Name") or installed.project, fields.get("Version") or "?"
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, InputError) as exc:
         problems.append(_unreadable(installed, "METADATA", exc))
         return installed.project, "?"
 
@@ -458,27 +473,20 @@ def _core_fields(metadata_path: str) -> dict[str, str]:
     """``Name`` and ``Version`` from the header of METADATA (or PKG-INFO), reading only as far
     as they are: the email parser importlib uses reads and parses the whole file."""
     for filename in ("METADATA", "PKG-INFO"):
-        try:
-            fd = os.open(os.path.join(metadata_path, filename), os.O_RDONLY)
-        except FileNotFoundError:
+        path = os.path.join(metadata_path, filename)
+        if not os.path.lexists(path):
             continue
         fields: dict[str, str] = {}
+        lines = _header_lines(path)
         try:
-            pending = b""
-            while len(fields) < 2:
-                chunk = os.read(fd, 4096)
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop() if chunk else b""
-                for line in lines:
-                    if not line.strip():
-                        return fields  # the end of the header
-                    key, sep, value = line.partition(b":")
-                    if sep and key in (b"Name", b"Version"):
-                        fields.setdefault(key.decode(), value.strip().decode("utf-8"))
-                if not chunk:
-                    break
+            for line in lines:
+                key, sep, value = line.partition(b":")
+                if sep and key in (b"Name", b"Version"):
+                    fields.setdefault(key.decode(), value.strip().decode("utf-8"))
+                    if len(fields) == 2:
+                        break
         finally:
-            os.close(fd)
+            lines.close()  # closes the file, read only as far as needed
         return fields
     return {}
 

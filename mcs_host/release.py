@@ -23,6 +23,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._files import MANIFEST_LIMIT, METADATA_LIMIT, loads_json, read_bytes, read_text
 from .contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
 from .discovery import (
     ENTRY_POINT_GROUP,
@@ -197,7 +198,9 @@ def _manifest(
     if path not in listed:
         return None
     try:
-        return DriverManifest.model_validate_json(read(path))
+        data = read(path)
+        loads_json(data, path)  # its nesting is bounded before the model parses it
+        return DriverManifest.model_validate_json(data)
     except (ValidationError, OSError, ValueError) as exc:
         problems.append(f"{path} is not a valid driver manifest: {exc}")
         return None
@@ -250,15 +253,18 @@ def release_from_installed(metadata_path: str, distribution: str, version: str) 
     hashes = {e.path: e.sha256 for e in scan.digest.entries} if scan.digest else {}
 
     def read(path: str) -> bytes:
-        with open(os.path.join(base, *path.split("/")), "rb") as f:
-            data = f.read()
+        data = read_bytes(os.path.join(base, *path.split("/")), path, MANIFEST_LIMIT, follow=False)
         if hashlib.sha256(data).hexdigest() != hashes.get(path):
             raise ValueError(f"{path} changed after it was hashed")
         return data
 
     try:
-        with open(os.path.join(metadata_path, "entry_points.txt"), encoding="utf-8") as f:
-            entry_points: str | None = f.read()
+        entry_points: str | None = read_text(
+            os.path.join(metadata_path, "entry_points.txt"),
+            "entry_points.txt",
+            METADATA_LIMIT,
+            follow=False,
+        )
     except FileNotFoundError:
         entry_points = None
     return _describe(distribution, version, scan, entry_points, read)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ._files import InputError, loads_json
 
 __all__ = [
     "Envelope",
@@ -151,7 +152,7 @@ class Envelope:
     def from_json(cls, data: bytes | str | Mapping[str, Any], source: str) -> Envelope:
         """Parse an envelope; ``source`` names it in errors."""
         try:
-            raw = json.loads(data) if isinstance(data, bytes | str) else data
+            raw = loads_json(data, source) if isinstance(data, bytes | str) else data
             if not isinstance(raw, Mapping):
                 raise TypeError("not a JSON object")
             payload = base64.b64decode(raw["payload"], validate=True)
@@ -162,6 +163,8 @@ class Envelope:
             payload_type = raw["payloadType"]
             if not isinstance(payload_type, str):
                 raise TypeError("payloadType is not a string")
+        except InputError as exc:
+            raise SignatureError("malformed", f"not a DSSE envelope: {exc}") from None
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise SignatureError("malformed", f"{source}: not a DSSE envelope: {exc!r}") from None
         return cls(payload_type, payload, signatures)

@@ -20,6 +20,7 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
+from ._files import MANIFEST_LIMIT, InputError, loads_json, read_bytes
 from .contract import MANIFEST_FILE, DriverManifest, DriverMeta
 from .discovery import Candidate, Discovery, normalize_name
 from .integrity import (
@@ -265,10 +266,15 @@ class _Check:
         if entry is None:
             return
         try:
-            with open(os.path.join(self.candidate.location, *path.split("/")), "rb") as f:
-                data = f.read()
+            data = read_bytes(
+                os.path.join(self.candidate.location, *path.split("/")),
+                MANIFEST_FILE,
+                MANIFEST_LIMIT,
+                follow=False,
+            )
             if hashlib.sha256(data).hexdigest() != entry.sha256:
                 raise ValueError("it changed after it was hashed")
+            loads_json(data, path)  # its nesting is bounded before the model parses it
             manifest = DriverManifest.model_validate_json(data)
         except (OSError, ValueError, ValidationError) as exc:
             raise _RefusedError("rejected", "manifest-invalid", f"{path}: {exc}") from None
@@ -330,11 +336,10 @@ class _Check:
         c = self.candidate
         path = os.path.join(c.metadata_path, SIGNATURE_FILE)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_bytes(path, SIGNATURE_FILE, MANIFEST_LIMIT, follow=False)
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except (OSError, InputError) as exc:
             raise _RefusedError("rejected", "bad-signature", f"{path}: {exc}") from None
         try:
             envelope = Envelope.from_json(data, path)
