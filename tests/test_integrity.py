@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import csv
+import hashlib
+import io
 import json
 import re
+import shutil
+import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
 from distbuild import Project, build_wheel, install_target
 
-from mcs_host.integrity import module_files, resolve_module, scan_installed, scan_wheel
+from mcs_host.integrity import (
+    FileEntry,
+    TreeDigest,
+    module_files,
+    resolve_module,
+    scan_installed,
+    scan_wheel,
+)
 
 pytestmark = pytest.mark.venv
 
@@ -249,3 +262,128 @@ def test_a_file_that_is_not_a_zip_is_refused_naming_it(tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match=rf"^{re.escape(str(junk))} is not a wheel: "):
         scan_wheel(junk)
+
+
+# -- the listing is injective: no two trees share one ----------------------------------------
+
+
+def _row(path: str, data: bytes) -> str:
+    """A RECORD row for ``data`` at ``path``, quoted as csv writes it."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([path, f"sha256={digest}", len(data)])
+    return out.getvalue()
+
+
+def _tree(site: Path, files: dict[str, bytes]) -> Path:
+    """An installed distribution ``t`` whose RECORD lists exactly ``files``."""
+    info = site / "t-1.0.dist-info"
+    info.mkdir(parents=True)
+    rows = []
+    for relative, data in files.items():
+        target = site / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        rows.append(_row(relative, data))
+    (info / "RECORD").write_text("".join(rows) + "t-1.0.dist-info/RECORD,,\n")
+    return info
+
+
+def _v1_listing(entries: list[FileEntry]) -> str:
+    """The installed-tree-v1 listing, as it was: ``<sha256> <size> <path>`` lines."""
+    return "".join(f"{e.sha256} {e.size} {e.path}\n" for e in sorted(entries, key=lambda e: e.path))
+
+
+def test_a_path_with_a_newline_cannot_pass_for_another_tree(tmp_path: Path) -> None:
+    init, mod = b"X = 1\n", b"Y = 2\n"
+    pinned = {"pkg/__init__.py": init, "pkg/mod.py": mod}
+    released = scan_installed(_tree(tmp_path / "released", pinned)).digest
+    assert released is not None
+    # one file, whose path spells the second line of the released listing
+    line = f"{hashlib.sha256(mod).hexdigest()} {len(mod)} pkg/mod.py"
+    forged_path = f"pkg/__init__.py\n{line}"
+    forged = FileEntry(forged_path, hashlib.sha256(init).hexdigest(), len(init))
+    assert _v1_listing([forged]) == _v1_listing(list(released.entries))  # v1 collided
+    assert TreeDigest.of([forged]).digest != released.digest  # v2 does not
+    scan = scan_installed(_tree(tmp_path / "forged", {forged_path: init}))
+    assert scan.digest is None
+    (refused,) = [f for f in scan.findings if f.code == "record-invalid"]
+    assert refused.path == forged_path
+    assert refused.message == (f"RECORD line 1: the path {forged_path!r} holds the character '\\n'")
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("tree_driver/a\tb.py", "holds the character '\\t'"),
+        ("tree_driver/\x1b.py", "holds the character '\\x1b'"),
+        ("tree_driver/a\u2028b.py", "holds the character '\\u2028'"),
+        ("tree_driver/\u202egp.py", "holds the character '\\u202e'"),
+        ("/etc/passwd", "is absolute"),
+        ("C:/x.py", "is absolute"),
+        ("tree_driver\\x.py", "holds a backslash"),
+        ("tree_driver//x.py", "has an empty, '.' or '..' component"),
+        ("tree_driver/./x.py", "has an empty, '.' or '..' component"),
+        ("tree_driver/../x.py", "has an empty, '.' or '..' component"),
+        ("../site/tree_driver/x.py", "leaves the site directory and comes back into it"),
+        ("tree_driver/__init__.py", "is listed twice"),
+        (
+            "tree_driver/__INIT__.py",
+            "is the same file as 'tree_driver/__init__.py' where names are case-folded",
+        ),
+        (
+            "tree_driver/sub/mo\u0301d.py",
+            "is the same file as 'tree_driver/sub/m\u00f3d.py' where names are case-folded",
+        ),
+    ],
+    ids=[
+        "tab", "escape", "line separator", "right-to-left override", "absolute", "drive",
+        "backslash", "empty component", "dot", "dot-dot inside", "leaves and comes back",
+        "twice", "case", "unicode normalization",
+    ],
+)  # fmt: skip
+def test_a_record_path_that_is_not_a_plain_relative_path_is_refused_naming_the_row(
+    site: Path, path: str, problem: str
+) -> None:
+    record = dist_info(site) / "RECORD"
+    rows = record.read_text()
+    if "mo\u0301d" in path:  # the same name spelled composed (NFC), then decomposed (NFD)
+        rows += _row(path.replace("mo\u0301d", "m\u00f3d"), b"")
+    number = rows.count("\n") + 1
+    record.write_text(rows + _row(path, b""))
+    scan = scan_installed(dist_info(site))
+    assert scan.digest is None
+    messages = [f.message for f in scan.findings if f.code == "record-invalid"]
+    assert messages == [f"RECORD line {number}: the path {path!r} {problem}"]
+
+
+def test_rows_leading_out_of_the_site_directory_stay_out_of_the_digest(site: Path) -> None:
+    record = dist_info(site) / "RECORD"
+    clean = scan_installed(dist_info(site)).digest
+    record.write_text(record.read_text() + _row("../../../bin/tree-driver", b"#!python\n"))
+    scan = scan_installed(dist_info(site))
+    assert scan.findings == ()
+    assert scan.digest == clean
+
+
+def test_a_wheel_member_twice_leading_out_or_case_folded_is_refused(
+    wheel: Path, tmp_path: Path
+) -> None:
+    forged = tmp_path / wheel.name
+    shutil.copy(wheel, forged)
+    with warnings.catch_warnings(), zipfile.ZipFile(forged, "a") as archive:
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate it is told to write
+        archive.writestr("tree_driver/__init__.py", "print('second copy')\n")
+        archive.writestr("../evil.py", "")
+        archive.writestr("tree_driver/__INIT__.py", "")
+    scan = scan_wheel(forged)
+    assert scan.digest is None
+    assert sorted((f.code, f.message) for f in scan.findings) == [
+        ("member-invalid", "the wheel member '../evil.py' leads out of the wheel"),
+        (
+            "member-invalid",
+            "the wheel member 'tree_driver/__INIT__.py' is the same file as "
+            "'tree_driver/__init__.py' where names are case-folded",
+        ),
+        ("member-invalid", "the wheel member 'tree_driver/__init__.py' is in the wheel twice"),
+    ]

@@ -24,6 +24,7 @@ from mcs_host.registry import (
     load_index,
     load_registry,
 )
+from mcs_host.release import ReleaseStatement
 from mcs_host.signing import Envelope, PrivateKey, PublicKey, SignatureError, pae
 
 DIGEST_A = "sha256:" + "a" * 64
@@ -130,6 +131,30 @@ def test_plain_registries_load_and_expire(tmp_path: Path) -> None:
     assert list(loaded.drivers) == ["id-1"]
     with pytest.raises(RegistryError, match=r"r\.json: expired at 2030-01-01T00:00:00\+00:00"):
         load_registry(RegistrySource(str(path)), now=datetime(2031, 1, 1, tzinfo=UTC))
+
+
+def test_a_registry_or_release_statement_of_the_old_digest_format_is_refused_saying_why(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "old.json", {**registry(), "format": "mcs-host-registry/1"})
+    with pytest.raises(RegistryError) as raised:
+        load_registry(RegistrySource(str(path)), state=RegistryState(tmp_path / "state.json"))
+    assert raised.value.reason == "invalid"
+    assert "mcs-host-registry/1 is an old format: its pins are installed-tree-v1 digests" in str(
+        raised.value
+    )
+    assert "re-lock it with `mcs-host lock`" in str(raised.value)
+    statement = {
+        "format": "mcs-host-release/1",
+        "distribution": "acme-weather",
+        "version": "1.0",
+        "digest": DIGEST_A,
+        "files": 1,
+        "bytes": 1,
+        "drivers": [],
+    }
+    with pytest.raises(ValidationError, match="sign the release again with mcs-host sign"):
+        ReleaseStatement.model_validate(statement)
 
 
 def test_signed_registries_need_keys_expiry_and_a_rising_version(tmp_path: Path) -> None:
