@@ -28,6 +28,7 @@ __all__ = [
     "read_bytes",
     "read_opened",
     "read_text",
+    "validation_lines",
 ]
 
 METADATA_LIMIT = 16 * 1024 * 1024
@@ -179,3 +180,13 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def validation_lines(source: str, errors: list[Any]) -> str:
+    """A model's validation errors as ``source: field: problem``, one per line (the shape of
+    pydantic's ``ValidationError.errors()``, without importing pydantic here)."""
+    lines = []
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "(top)"
+        lines.append(f"{source}: {where}: {error.get('msg', 'invalid')}")
+    return "\n".join(lines) or f"{source}: invalid"

@@ -591,8 +591,9 @@ def sign_registry(
         else:
             envelope = Envelope(REGISTRY_PAYLOAD_TYPE, data)
         registry = Registry.model_validate_json(envelope.payload)
-        if registry.expires is None:
-            _fail(f"{source}: a signed registry must set expires")
+        for field_name in ("expires", "name"):
+            if getattr(registry, field_name) is None:
+                _fail(f"{source}: a signed registry must set {field_name}")
         envelope = envelope.add_signatures([PrivateKey.load(k) for k in key])
     except (ValueError, SignatureError) as exc:
         _fail(str(exc))

@@ -24,6 +24,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._files import (
+    REGISTRY_LIMIT,
+    STATE_LIMIT,
+    InputError,
+    loads_json,
+    read_bytes,
+    validation_lines,
+)
 from .discovery import normalize_name
 from .signing import Envelope, PublicKey, SignatureError
 
@@ -187,6 +195,13 @@ class Registry(_Strict):
     """A registry document: the plain file, or the payload of a signed envelope."""
 
     format: Literal["mcs-host-registry/2"] = Field(description="Format identifier.")
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The index's name; required for a signed registry, where it and the "
+        "signing keys identify the index whose versions only go up.",
+    )
     version: int = Field(default=0, ge=0, description="Goes up with every published change.")
     expires: datetime | None = Field(
         default=None, description="After this time the registry is refused (ISO 8601, with zone)."
@@ -232,7 +247,7 @@ class Registry(_Strict):
 def is_envelope(data: bytes | str) -> bool:
     """Whether a registry file's text is a signed envelope rather than a plain registry."""
     try:
-        return _envelope_shaped(json.loads(data))
+        return _envelope_shaped(loads_json(data, "registry"))
     except ValueError:
         return False
 
@@ -285,64 +300,96 @@ class RegistrySource:
     keys: tuple[PublicKey, ...] = ()
     threshold: int = 1
 
-    @property
-    def fingerprint(self) -> str:
-        """Identifies a signed registry's lineage by its trusted keys, not by its path."""
+    def lineage(self, name: str) -> str:
+        """Identifies a signed registry's lineage by its trusted keys and the index's name,
+        not by its path: a copy of an old version elsewhere is the same lineage."""
         ids = ",".join(sorted(key.keyid for key in self.keys))
-        return hashlib.sha256(f"{ids};{self.threshold}".encode()).hexdigest()
+        return hashlib.sha256(f"{ids};{self.threshold};{name}".encode()).hexdigest()
 
 
 class RegistryState:
-    """The last version of each signed registry this host accepted, kept in one JSON file."""
+    """The last version of each signed registry this host accepted, kept in one JSON file:
+    ``{"<lineage>": {"version": int, "sha256": hex}, ..., "signed-paths": {"<real path>":
+    "<lineage>"}}``. A file that is not that is an error naming it, never a silent reset."""
 
     __slots__ = ("path",)
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else _default_state_path()
 
-    def last(self, fingerprint: str) -> tuple[int, str] | None:
-        entry = self._read().get(fingerprint)
-        if not entry:
-            return None
-        try:
-            return int(entry["version"]), str(entry["sha256"])
-        except (KeyError, TypeError, ValueError):
-            raise RegistryError(
-                "state-unreadable", f"{self.path}: the entry {fingerprint} is damaged"
-            ) from None
+    def last(self, lineage: str) -> tuple[int, str] | None:
+        entry = self._read()[0].get(lineage)
+        return (entry["version"], entry["sha256"]) if entry else None
 
     def signed_before(self, path: str) -> bool:
         """Whether a signed registry was accepted from ``path`` (its real path)."""
-        return os.path.realpath(path) in self._read().get("signed-paths", {})
+        return os.path.realpath(path) in self._read()[1]
 
-    def accept(self, fingerprint: str, version: int, sha256: str, path: str) -> None:
-        """Remember the version accepted for ``fingerprint``, and that ``path`` is signed."""
-        data = self._read()
-        paths = data.setdefault("signed-paths", {})
+    def accept(self, lineage: str, version: int, sha256: str, path: str) -> None:
+        """Remember the version accepted for ``lineage``, and that ``path`` is signed."""
+        lineages, paths = self._read()
         real = os.path.realpath(path)
         entry = {"version": version, "sha256": sha256}
-        if data.get(fingerprint) == entry and paths.get(real) == fingerprint:
+        if lineages.get(lineage) == entry and paths.get(real) == lineage:
             return  # nothing new: a read-only state directory does not stop verification
-        data[fingerprint] = entry
-        paths[real] = fingerprint
+        lineages[lineage] = entry
+        paths[real] = lineage
+        document: dict[str, Any] = {**lineages, "signed-paths": paths}
         try:
-            _write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True))
+            _write_atomic(self.path, json.dumps(document, indent=2, sort_keys=True))
         except OSError as exc:
             raise RegistryError(
                 "state-unwritable", f"{self.path}: cannot record the registry state: {exc}"
             ) from None
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """The lineages and the signed paths; raises ``state-unreadable`` naming the field."""
         try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
+            document = loads_json(
+                read_bytes(self.path, "the registry state", STATE_LIMIT), self.path
+            )
         except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise RegistryError(
-                "state-unreadable", f"{self.path}: cannot read the registry state: {exc}"
-            ) from None
-        return data if isinstance(data, dict) else {}
+            return {}, {}
+        except InputError as exc:
+            raise RegistryError("state-unreadable", str(exc)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            message = f"{self.path}: cannot read the registry state: {exc}"
+            raise RegistryError("state-unreadable", message) from None
+        if not isinstance(document, dict):
+            raise _damaged(self.path, "(top)", f"is {_json_type(document)}, not a JSON object")
+        lineages: dict[str, dict[str, Any]] = {}
+        paths: dict[str, str] = {}
+        for key, value in document.items():
+            if key == "signed-paths":
+                if not isinstance(value, dict) or not all(
+                    isinstance(v, str) for v in value.values()
+                ):
+                    raise _damaged(self.path, key, "is not an object of path -> lineage")
+                paths = dict(value)
+            elif (
+                isinstance(value, dict)
+                and set(value) == {"version", "sha256"}
+                and type(value["version"]) is int
+                and isinstance(value["sha256"], str)
+            ):
+                lineages[key] = value
+            else:
+                raise _damaged(self.path, key, 'is not {"version": <int>, "sha256": <hex>}')
+        return lineages, paths
+
+
+def _damaged(path: str, field: str, problem: str) -> RegistryError:
+    return RegistryError(
+        "state-unreadable",
+        f"{path}: {field}: {problem}; the host will not guess what it accepted before: move "
+        "the file away to start over (every signed registry is then accepted afresh)",
+    )
+
+
+def _json_type(value: object) -> str:
+    return {type(None): "null", bool: "a boolean", list: "an array", str: "a string"}.get(
+        type(value), "a number"
+    )
 
 
 def _default_state_path() -> str:
@@ -354,13 +401,11 @@ def _default_state_path() -> str:
 
 def default_registry_paths(environ: Mapping[str, str] | None = None) -> list[str]:
     """The registries used when none is given: ``MCS_HOST_REGISTRY`` (``os.pathsep``-separated),
-    else ``./registry.json`` if it exists, else ``$XDG_CONFIG_HOME/mcs-host/registry.json``."""
+    else ``$XDG_CONFIG_HOME/mcs-host/registry.json`` if it exists. A ``registry.json`` in the
+    working directory is never used unless named: whoever can write there is not the user."""
     env = os.environ if environ is None else environ
     if env.get("MCS_HOST_REGISTRY"):
         return [p for p in env["MCS_HOST_REGISTRY"].split(os.pathsep) if p]
-    local = os.path.abspath("registry.json")
-    if os.path.isfile(local):
-        return [local]
     config = os.path.join(
         env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcs-host", "registry.json"
     )
@@ -370,23 +415,40 @@ def default_registry_paths(environ: Mapping[str, str] | None = None) -> list[str
 def load_registry(
     source: RegistrySource, state: RegistryState | None = None, now: datetime | None = None
 ) -> Registry:
-    """Read and check one registry. Raises :class:`RegistryError` naming the file."""
+    """Read and check one registry. Raises :class:`RegistryError` naming the file.
+
+    The file is read once, through one descriptor (no second open by path). With trusted
+    keys in ``source`` it must be a signed envelope meeting the threshold: a plain file is
+    refused (``unsigned``), as it is in place of one accepted signed before.
+    """
     moment = now or datetime.now(UTC)
     try:
-        with open(source.path, "rb") as f:
-            data = f.read()
-        document = json.loads(data)
+        data = read_bytes(source.path, "registry", REGISTRY_LIMIT)
+        document = loads_json(data, source.path)
     except OSError as exc:
         raise RegistryError("unreadable", f"{source.path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise RegistryError("invalid", f"{source.path}: not JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RegistryError("invalid", f"{source.path}: not UTF-8: {exc}") from None
+    except InputError as exc:
+        reason = "invalid" if "JSON" in str(exc) else "unreadable"
+        raise RegistryError(reason, str(exc)) from None
     signed = _envelope_shaped(document)
     if signed:
         payload = _open_envelope(source, data)
         registry = _parse(source.path, payload)
-        if registry.expires is None:
-            raise RegistryError("invalid", f"{source.path}: a signed registry must set expires")
+        for field_name in ("expires", "name"):
+            if getattr(registry, field_name) is None:
+                raise RegistryError(
+                    "invalid", f"{source.path}: a signed registry must set {field_name}"
+                )
     else:
+        if source.keys:
+            raise RegistryError(
+                "unsigned",
+                f"{source.path} is a plain registry, but registry keys were given: every "
+                "registry must then be an envelope they sign (mcs-host sign-registry); name "
+                "it without keys to use it as a local lock",
+            )
         if (state if state is not None else RegistryState()).signed_before(source.path):
             raise RegistryError(
                 "unsigned",
@@ -420,16 +482,20 @@ def _open_envelope(source: RegistrySource, data: bytes) -> bytes:
 
 def _parse(path: str, data: bytes) -> Registry:
     try:
+        loads_json(data, path)  # its nesting is bounded before the model parses it
         return Registry.model_validate_json(data)
+    except InputError as exc:
+        raise RegistryError("invalid", str(exc)) from None
     except ValidationError as exc:
-        raise RegistryError("invalid", f"{path}: {exc}") from None
+        raise RegistryError("invalid", validation_lines(path, exc.errors())) from None
 
 
 def _check_rollback(
     source: RegistrySource, registry: Registry, sha256: str, state: RegistryState | None
 ) -> None:
     state = state if state is not None else RegistryState()
-    last = state.last(source.fingerprint)
+    lineage = source.lineage(registry.name or "")
+    last = state.last(lineage)
     if last is not None:
         version, seen = last
         if registry.version < version:
@@ -444,7 +510,7 @@ def _check_rollback(
                 f"{source.path}: version {version} differs from the version {version} this "
                 "host accepted; a changed registry must raise its version",
             )
-    state.accept(source.fingerprint, registry.version, sha256, source.path)
+    state.accept(lineage, registry.version, sha256, source.path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,9 @@ def write(path: Path, data: Any) -> Path:
 
 
 def signed(path: Path, document: dict[str, Any], keys: list[PrivateKey]) -> Path:
-    envelope = Envelope.sign(json.dumps(document).encode(), REGISTRY_PAYLOAD_TYPE, keys)
+    """``document`` (named ``acme-index`` unless it says otherwise) as a signed envelope."""
+    payload = json.dumps({"name": "acme-index", **document}).encode()
+    envelope = Envelope.sign(payload, REGISTRY_PAYLOAD_TYPE, keys)
     return write(path, envelope.to_json())
 
 
@@ -177,11 +179,141 @@ def test_signed_registries_need_keys_expiry_and_a_rising_version(tmp_path: Path)
     undated = signed(tmp_path / "undated.json", registry(version=3), [a, b])
     with pytest.raises(RegistryError, match="a signed registry must set expires"):
         load_registry(RegistrySource(str(undated), keys, 2), state)
-    # the state is per key set, not per path: a copy elsewhere is still a replay
+    unnamed = signed(tmp_path / "unnamed.json", {**doc, "version": 3, "name": None}, [a, b])
+    with pytest.raises(RegistryError, match="a signed registry must set name"):
+        load_registry(RegistrySource(str(unnamed), keys, 2), state)
+    # the state is per key set and name, not per path: a copy elsewhere is still a replay
     moved = tmp_path / "moved.json"
     moved.write_bytes(older.read_bytes())
     with pytest.raises(RegistryError, match="older"):
         load_registry(RegistrySource(str(moved), keys, 2), state)
+
+
+def test_two_indexes_signed_by_the_same_keys_keep_their_own_versions(tmp_path: Path) -> None:
+    key = PrivateKey.generate()
+    keys = (key.public_key,)
+    state = RegistryState(tmp_path / "state.json")
+    drivers = signed(
+        tmp_path / "drivers.json",
+        registry(name="acme-drivers", version=7, expires="2999-01-01T00:00:00Z"),
+        [key],
+    )
+    libraries = signed(
+        tmp_path / "libraries.json",
+        registry(name="acme-libraries", version=2, expires="2999-01-01T00:00:00Z"),
+        [key],
+    )
+    assert load_registry(RegistrySource(str(drivers), keys), state).version == 7
+    assert load_registry(RegistrySource(str(libraries), keys), state).version == 2  # no rollback
+    older = signed(
+        tmp_path / "older.json",
+        registry(name="acme-libraries", version=1, expires="2999-01-01T00:00:00Z"),
+        [key],
+    )
+    with pytest.raises(RegistryError, match="version 1 is older than version 2"):
+        load_registry(RegistrySource(str(older), keys), state)
+
+
+def test_with_registry_keys_a_plain_registry_is_refused_even_on_a_fresh_state(
+    tmp_path: Path,
+) -> None:
+    key = PrivateKey.generate()
+    plain = write(tmp_path / "index.json", registry(version=1, expires="2999-01-01T00:00:00Z"))
+    fresh = RegistryState(tmp_path / "never-used" / "state.json")
+    with pytest.raises(RegistryError) as caught:
+        load_registry(RegistrySource(str(plain), (key.public_key,)), fresh)
+    assert caught.value.reason == "unsigned"
+    assert str(caught.value) == (
+        f"{plain} is a plain registry, but registry keys were given: every registry must then "
+        "be an envelope they sign (mcs-host sign-registry); name it without keys to use it as "
+        "a local lock"
+    )
+    assert not Path(fresh.path).exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("null", "(top): is null, not a JSON object"),
+        ("[]", "(top): is an array, not a JSON object"),
+        ('{"signed-paths": []}', "signed-paths: is not an object of path -> lineage"),
+        ('{"abc": {"version": "7", "sha256": "00"}}', 'abc: is not {"version": <int>'),
+        ('{"abc": {"version": true, "sha256": "00"}}', 'abc: is not {"version": <int>'),
+        ("[" * 100 + "]" * 100, "JSON nested 100 levels deep; the limit is 64"),
+        ("{not json", "not JSON"),
+    ],
+    ids=["null", "array", "paths-list", "string-version", "bool-version", "deep", "garbage"],
+)
+def test_a_damaged_state_file_is_an_error_naming_it_never_a_silent_reset(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    key = PrivateKey.generate()
+    state_file = tmp_path / "state.json"
+    state_file.write_text(text)
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    source = RegistrySource(str(signed(tmp_path / "index.json", doc, [key])), (key.public_key,))
+    with pytest.raises(RegistryError) as caught:
+        load_registry(source, RegistryState(state_file))
+    assert caught.value.reason == "state-unreadable"
+    assert str(caught.value).startswith(str(state_file))
+    assert problem in str(caught.value)
+    assert state_file.read_text() == text  # left as it was for the user to look at
+
+
+def test_a_registry_behind_a_symlink_is_read_once_and_recorded_by_its_real_path(
+    tmp_path: Path,
+) -> None:
+    key = PrivateKey.generate()
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    real = signed(tmp_path / "real.json", doc, [key])
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    state = RegistryState(tmp_path / "state.json")
+    assert load_registry(RegistrySource(str(link), (key.public_key,)), state).version == 1
+    assert state.signed_before(str(real))
+    assert json.loads(Path(state.path).read_text())["signed-paths"] == {
+        str(real): RegistrySource(str(link), (key.public_key,)).lineage("acme-index")
+    }
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "deep", "huge"])
+def test_a_registry_that_is_not_a_bounded_regular_json_file_is_refused_naming_it(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "registry.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "deep":
+        path.write_text(
+            '{"format": "mcs-host-registry/2", "drivers": ' + "[" * 10000 + "]" * 10000 + "}"
+        )
+    else:
+        with path.open("wb") as f:
+            f.truncate(65 * 1024 * 1024)  # sparse: no disk is spent
+    with pytest.raises(RegistryError) as caught:
+        load_registry(RegistrySource(str(path)), RegistryState(tmp_path / "state.json"))
+    expected = {
+        "fifo": "registry is not a regular file (a FIFO)",
+        "directory": "registry is not a regular file (a directory)",
+        "deep": "JSON nested 10001 levels deep; the limit is 64",
+        "huge": "registry has 68157440 bytes; the limit is 67108864",
+    }[kind]
+    assert str(caught.value) == f"{path}: {expected}"
+
+
+def test_a_registry_that_breaks_the_schema_names_each_field_in_one_line(tmp_path: Path) -> None:
+    doc = registry()
+    doc["drivers"]["id-1"]["distribution"] = "Acme_Weather"
+    doc["version"] = -1
+    path = write(tmp_path / "r.json", doc)
+    with pytest.raises(RegistryError) as caught:
+        load_registry(RegistrySource(str(path)), RegistryState(tmp_path / "state.json"))
+    assert str(caught.value).splitlines() == [
+        f"{path}: version: Input should be greater than or equal to 0",
+        f"{path}: drivers.id-1.distribution: Value error, write the PEP 503 name 'acme-weather'",
+    ]
 
 
 def test_envelopes_are_told_from_plain_registries_by_their_shape(tmp_path: Path) -> None:
@@ -220,11 +352,13 @@ def test_a_plain_file_in_place_of_a_signed_registry_is_refused(tmp_path: Path) -
     assert load_registry(source, state).version == 1
     assert os.stat(state.path).st_ino == inode  # nothing new, nothing written
     write(path, doc)  # the attacker's downgrade: the same document, unsigned
+    keyless = RegistrySource(str(path))  # even when the keys are not given this time
     with pytest.raises(RegistryError, match="was a signed registry when this host last") as caught:
-        load_registry(source, state)
+        load_registry(keyless, state)
     assert caught.value.reason == "unsigned"
-    # a host that never saw it signed cannot tell (trust on first use, like the rollback check)
-    assert load_registry(source, RegistryState(tmp_path / "other.json")).version == 1
+    # with the keys given, a plain file is refused on any state, even one never used
+    with pytest.raises(RegistryError, match="is a plain registry, but registry keys were given"):
+        load_registry(source, RegistryState(tmp_path / "other.json"))
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a directory even root cannot write")
@@ -304,8 +438,9 @@ def test_default_registry_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     config.parent.mkdir(parents=True)
     config.write_text("{}")
     assert default_registry_paths({"XDG_CONFIG_HOME": str(tmp_path / "cfg")}) == [str(config)]
+    # one in the working directory is never a default: whoever writes there is not the user
     (tmp_path / "registry.json").write_text("{}")
-    assert default_registry_paths({}) == [str(tmp_path / "registry.json")]
+    assert default_registry_paths({"XDG_CONFIG_HOME": str(tmp_path / "elsewhere")}) == []
     env = {"MCS_HOST_REGISTRY": "/a.json:/b.json"}
     assert default_registry_paths(env) == ["/a.json", "/b.json"]
 

@@ -564,7 +564,7 @@ def signed_setup(
         name: str = "index.json",
     ) -> Path:
         document = json.loads(plain.read_text())
-        document.update(version=version, expires=expires)
+        document.update(name="fixture-index", version=version, expires=expires)
         payload = json.dumps(document).encode()
         signed = Envelope.sign(payload, REGISTRY_PAYLOAD_TYPE, [keys[i] for i in signers])
         path = tmp_path / name
@@ -721,7 +721,7 @@ def test_sign_registry_writes_an_envelope_the_host_accepts(
 ) -> None:
     registry = pinned_registry(tmp_path / "registry.json", install(victim(marker)))
     document = json.loads(registry.read_text())
-    document.update(version=1, expires="2999-01-01T00:00:00Z")
+    document.update(name="fixture-index", version=1, expires="2999-01-01T00:00:00Z")
     registry.write_text(json.dumps(document))
     keys = []
     for name in ("a", "b"):
