@@ -28,12 +28,15 @@ if TYPE_CHECKING:
         version_problem,
     )
     from .config import (
+        PROJECT_FILES,
         ConfigError,
         DriverSettings,
         HostConfig,
         TrustSettings,
+        approve_directory,
         load_config,
         override_config,
+        revoke_directory,
     )
     from .conformance import (
         ConformanceResult,
@@ -121,6 +124,7 @@ if TYPE_CHECKING:
         VerifyRecord,
         VerifyReport,
         load_drivers,
+        settle_conflicts,
     )
     from .importer import (
         ImportRefusedError,
@@ -188,6 +192,8 @@ if TYPE_CHECKING:
         is_envelope,
         load_index,
         load_registry,
+        state_directory,
+        write_atomic,
     )
     from .release import (
         RELEASE_PAYLOAD_TYPE,
@@ -295,6 +301,7 @@ _EXPORTS = {
     "OpenAIChatStream": "streaming",
     "Orchestrator": "orchestrator",
     "PLUGIN_GROUP": "discovery",
+    "PROJECT_FILES": "config",
     "PathEscapeError": "sandbox",
     "Pin": "registry",
     "PluginError": "hooks",
@@ -346,6 +353,7 @@ _EXPORTS = {
     "VerifiedImporter": "importer",
     "VerifyRecord": "host",
     "VerifyReport": "host",
+    "approve_directory": "config",
     "as_mapping": "formats",
     "capability_problems": "compat",
     "check_dependencies": "dependencies",
@@ -410,9 +418,12 @@ _EXPORTS = {
     "render_tools": "prompting",
     "requires_dist": "discovery",
     "resolve_module": "integrity",
+    "revoke_directory": "config",
     "scan_installed": "integrity",
     "scan_wheel": "integrity",
+    "settle_conflicts": "host",
     "sign_wheel": "release",
+    "state_directory": "registry",
     "tool_from_model": "kit",
     "tool_name": "orchestrator",
     "unverified_imports": "dependencies",
@@ -421,6 +432,7 @@ _EXPORTS = {
     "verify": "verification",
     "verify_candidate": "verification",
     "version_problem": "compat",
+    "write_atomic": "registry",
 }
 
 __all__ = [
@@ -433,6 +445,7 @@ __all__ = [
     "MANIFEST_FILE",
     "MISSING_BRACE",
     "PLUGIN_GROUP",
+    "PROJECT_FILES",
     "REGISTRY_FORMAT",
     "REGISTRY_PAYLOAD_TYPE",
     "RELEASE_PAYLOAD_TYPE",
@@ -524,6 +537,7 @@ __all__ = [
     "VerifyRecord",
     "VerifyReport",
     "__version__",
+    "approve_directory",
     "as_mapping",
     "capability_problems",
     "check_dependencies",
@@ -588,9 +602,12 @@ __all__ = [
     "render_tools",
     "requires_dist",
     "resolve_module",
+    "revoke_directory",
     "scan_installed",
     "scan_wheel",
+    "settle_conflicts",
     "sign_wheel",
+    "state_directory",
     "tool_from_model",
     "tool_name",
     "unverified_imports",
@@ -599,6 +616,7 @@ __all__ = [
     "verify",
     "verify_candidate",
     "version_problem",
+    "write_atomic",
 ]
 
 

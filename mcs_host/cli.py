@@ -180,6 +180,8 @@ def _config(
             strict=strict,
             healthcheck=healthcheck,
         )
+        for note in loaded.notes:
+            typer.echo(f"note: {note}", err=True)
         if not sets:
             return loaded
         drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
@@ -220,7 +222,8 @@ def verify_drivers(
     search = [os.fspath(p) for p in path] if path else None
     report = Host(settings, search_path=search).verify(list(labels or ()))
     if as_json:
-        typer.echo(json.dumps(_verify_json(report), indent=2))
+        document = {**_verify_json(report), "config_notes": list(settings.notes)}
+        typer.echo(json.dumps(document, indent=2))
     else:
         typer.echo(_verify_text(report))
     if not report.ok:
@@ -342,14 +345,18 @@ def _parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
 
 def _settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
     """``--set`` items as settings: the value is JSON, else the text itself ("" when empty)."""
+    from ._files import InputError, loads_json
+
     settings: dict[str, Any] = {}
     for item in items or ():
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"{item!r} is not {form}", param_hint="--set")
         try:
-            settings[key] = json.loads(raw)
-        except ValueError:
+            settings[key] = loads_json(raw, key)
+        except InputError as exc:
+            if "nested" in str(exc):
+                raise typer.BadParameter(str(exc), param_hint="--set") from None
             settings[key] = raw
     return settings
 
@@ -456,16 +463,22 @@ def lock_drivers(
     target = (
         os.fspath(registry) if registry else next(iter(default_registry_paths()), "registry.json")
     )
+    from pydantic import ValidationError
+
+    from ._files import REGISTRY_LIMIT, InputError, loads_json, read_text, validation_lines
+
     try:
-        with open(target, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(target, "registry", REGISTRY_LIMIT)
         if is_envelope(text):
             _fail(f"{target} is a signed registry; lock writes plain registry files only")
+        loads_json(text, target)  # its nesting is bounded before the model parses it
         current = Registry.model_validate_json(text)
     except FileNotFoundError:
         current = Registry(format=REGISTRY_FORMAT)
-    except ValueError as exc:
-        _fail(f"{target}: {exc}")
+    except InputError as exc:
+        _fail(str(exc))
+    except ValidationError as exc:
+        _fail(validation_lines(target, exc.errors()))
     declared = _parse_pairs(declare, "--declare")
     releases: list[Release]
     try:
@@ -581,10 +594,14 @@ def sign_registry(
     ],
 ) -> None:
     """Sign a registry's exact bytes into a DSSE envelope (for a shared index)."""
+    from ._files import REGISTRY_LIMIT, InputError, read_bytes
     from .registry import REGISTRY_PAYLOAD_TYPE, Registry, is_envelope
     from .signing import Envelope, PrivateKey, SignatureError
 
-    data = source.read_bytes()
+    try:
+        data = read_bytes(source, "registry", REGISTRY_LIMIT)
+    except (OSError, InputError) as exc:
+        _fail(str(exc))
     try:
         if is_envelope(data):
             envelope = Envelope.from_json(data, os.fspath(source))
@@ -599,6 +616,41 @@ def sign_registry(
         _fail(str(exc))
     output.write_text(json.dumps(envelope.to_json(), indent=2) + "\n", encoding="utf-8")
     typer.echo(f"signed registry version {registry.version} with {len(key)} key(s): {output}")
+
+
+@app.command("allow")
+def allow_command(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="The project directory whose configuration to approve.", file_okay=False
+        ),
+    ] = Path("."),
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="Withdraw the directory's approval instead.")
+    ] = False,
+) -> None:
+    """Approve a directory's mcs-host.toml / [tool.mcs-host], as they are now, to choose
+    registries and keys and relax the trust policy (like direnv's allow).
+
+    Without approval, a configuration found in the working directory is read for everything
+    else, but those settings are ignored (and the ignoring reported). An approval lapses when
+    the files change.
+    """
+    from .config import ConfigError, approve_directory, revoke_directory
+
+    real = os.path.realpath(directory)
+    try:
+        if revoke:
+            done = revoke_directory(directory)
+            typer.echo(f"revoked {real}" if done else f"{real} was not approved")
+            return
+        approved = approve_directory(directory)
+    except ConfigError as exc:
+        _fail(str(exc))
+    typer.echo(f"approved {real}:")
+    for name, sha256 in sorted(approved.items()):
+        typer.echo(f"  {name} (sha256 {sha256[:16]}...)")
 
 
 def _load(
@@ -652,7 +704,7 @@ def load_command(
     )
     loaded, report = _load(settings, labels or (), path)
     if as_json:
-        document = _report_json(report, loaded)
+        document = {**_report_json(report, loaded), "config_notes": list(settings.notes)}
         if prompt and loaded is not None:
             document["system_prompt"] = loaded.driver.get_driver_system_message(model)
         typer.echo(json.dumps(document, indent=2, default=str))
@@ -756,10 +808,12 @@ def call_command(
     path: SearchPathOption = None,
 ) -> None:
     """Load the stack and send it one tool call; print the DriverResponse."""
+    from ._files import InputError, loads_json
+
     try:
-        arguments = json.loads(args)
-    except ValueError as exc:
-        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
+        arguments = loads_json(args, "--args")
+    except InputError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
     settings = _config(config, registry, registry_key, threshold, allow_unverified, None, sets=sets)
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
@@ -783,10 +837,13 @@ def run_command(
     raw = sys.stdin.read() if text == "-" else text
     output: str | dict[str, Any] = raw
     if as_object:
+        from ._files import InputError, loads_json
+
         try:
-            output = json.loads(raw)
-        except ValueError as exc:
-            raise typer.BadParameter(f"not JSON: {exc}", param_hint="--object") from None
+            output = loads_json(raw, "--object")
+        except InputError as exc:
+            message = str(exc).removeprefix("--object: ")
+            raise typer.BadParameter(message, param_hint="--object") from None
     settings = _config(config, registry, registry_key, threshold, allow_unverified, None, sets=sets)
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response(output))

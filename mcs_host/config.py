@@ -1,12 +1,19 @@
 """Configuration: a TOML file, environment variables, then explicit options, in that order.
 
 The file is ``mcs-host.toml``, or the ``[tool.mcs-host]`` table of a ``pyproject.toml``; it is
-found from ``--config``, else ``MCS_HOST_CONFIG``, else the current directory. Every setting is
-validated; an error names the file and the key, or the environment variable.
+found from ``--config``, else ``MCS_HOST_CONFIG``, else the current directory. A file found in
+the current directory is the project's, not the user's: whoever can write there must not
+choose the registries and keys or relax the trust policy, so those settings are ignored (and
+the ignoring reported in :attr:`HostConfig.notes`) unless the user named the file or approved
+the directory with :func:`approve_directory` (``mcs-host allow``), which records the files'
+sha256: an approval lapses when they change. Every setting is validated; an error names the
+file and the key, or the environment variable.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,23 +22,33 @@ from typing import Any, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._files import CONFIG_LIMIT, STATE_LIMIT, InputError, loads_json, read_bytes
 from .registry import (
     RegistryError,
     RegistrySource,
     TrustIndex,
     default_registry_paths,
     load_index,
+    state_directory,
+    write_atomic,
 )
 from .signing import PublicKey
 
 __all__ = [
+    "PROJECT_FILES",
     "ConfigError",
     "DriverSettings",
     "HostConfig",
     "TrustSettings",
+    "approve_directory",
     "load_config",
     "override_config",
+    "revoke_directory",
 ]
+
+PROJECT_FILES = ("mcs-host.toml", "pyproject.toml")
+"""The configuration files looked for in the current directory, in that order."""
+_TRUST_KEYS = ("registries", "registry_keys", "registry_threshold")
 
 
 class ConfigError(ValueError):
@@ -140,6 +157,12 @@ class HostConfig(_Strict):
         description="Prefix tool names with their label only when names collide, or always.",
     )
     source: str | None = Field(default=None, exclude=True, description="Where this was read.")
+    notes: tuple[str, ...] = Field(
+        default=(),
+        exclude=True,
+        description="What the configuration ignored and why (project settings that may not "
+        "choose registries or relax trust, a registry.json nobody named).",
+    )
 
     @field_validator("registry_keys")
     @classmethod
@@ -180,20 +203,26 @@ def load_config(
     """The host configuration: the file, then ``MCS_HOST_*`` variables, then ``overrides``
     (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
-    data, source = _read_file(path, env)
+    data, source, notes = _read_file(path, env)
     if source is not None:
         base = os.path.dirname(os.path.abspath(source))
         if isinstance(data.get("registries"), list):
             data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
         if isinstance(data.get("prompts"), str):
             data["prompts"] = os.path.join(base, data["prompts"])
-    return _validated(_overridden(_overridden(data, _from_environment(env)), overrides), source)
+    merged = _overridden(_overridden(data, _from_environment(env)), overrides)
+    if merged.get("registries") is None and os.path.isfile("registry.json"):
+        notes.append(
+            f"{os.path.abspath('registry.json')} is not used: a registry in the working "
+            "directory is never picked up by itself; name it with --registry registry.json"
+        )
+    return _validated(merged, source, tuple(notes))
 
 
 def override_config(config: HostConfig, **overrides: Any) -> HostConfig:
     """``config`` with ``overrides`` applied and checked as :func:`load_config` applies them
     (``None`` leaves a setting as it is; ``trust`` merges). Raises :class:`ConfigError`."""
-    return _validated(_overridden(config.model_dump(), overrides), config.source)
+    return _validated(_overridden(config.model_dump(), overrides), config.source, config.notes)
 
 
 def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,9 +235,11 @@ def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[s
     return merged
 
 
-def _validated(data: Mapping[str, Any], source: str | None) -> HostConfig:
+def _validated(
+    data: Mapping[str, Any], source: str | None, notes: tuple[str, ...] = ()
+) -> HostConfig:
     try:
-        return HostConfig.model_validate({**data, "source": source})
+        return HostConfig.model_validate({**data, "source": source, "notes": notes})
     except ValidationError as exc:
         where = source or "the host configuration"
         problems = "; ".join(
@@ -219,32 +250,166 @@ def _validated(data: Mapping[str, Any], source: str | None) -> HostConfig:
 
 def _read_file(
     path: str | os.PathLike[str] | None, env: Mapping[str, str]
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, Any], str | None, list[str]]:
+    """The settings, the file they come from, and notes on what was ignored."""
     explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
     if explicit is not None:
-        return _parse(explicit, required=True), explicit
-    for candidate in ("mcs-host.toml", "pyproject.toml"):
+        return _parse(explicit, required=True), explicit, []
+    for candidate in PROJECT_FILES:
         if os.path.isfile(candidate):
             data = _parse(candidate, required=False)
             if data or candidate == "mcs-host.toml":
-                return data, os.path.abspath(candidate)
-    return {}, None
+                source = os.path.abspath(candidate)
+                return _project_settings(data, source), source, _project_notes(data, source)
+    return {}, None, []
+
+
+def _project_settings(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` from a project file, without the trust settings it may not make unless the
+    directory is approved."""
+    if _approval_problem(os.path.dirname(source)) is None:
+        return data
+    kept = {k: v for k, v in data.items() if k not in _TRUST_KEYS}
+    trust = data.get("trust")
+    if isinstance(trust, Mapping):
+        kept["trust"] = {k: v for k, v in trust.items() if not _relaxes(k, v)}
+    return kept
+
+
+def _project_notes(data: dict[str, Any], source: str) -> list[str]:
+    problem = _approval_problem(os.path.dirname(source))
+    if problem is None:
+        return []
+    ignored = [key for key in _TRUST_KEYS if key in data]
+    trust = data.get("trust")
+    if isinstance(trust, Mapping):
+        ignored += [f"trust.{k}" for k, v in trust.items() if _relaxes(k, v)]
+    if not ignored:
+        return []
+    directory = os.path.dirname(source)
+    return [
+        f"{source}: ignored {', '.join(ignored)}: a configuration found in the working "
+        f"directory may not choose registries or relax the trust policy ({problem}); to use "
+        f"it, run `mcs-host allow {directory}` or pass --config {source}"
+    ]
+
+
+def _relaxes(key: str, value: object) -> bool:
+    """Whether ``trust.<key> = value`` lets more load than the defaults do."""
+    if key in ("allow_unverified", "allow_extensions"):
+        return value is not False
+    if key == "dependencies":
+        return value != "refuse"
+    return True  # an unknown key: validation names it, but it is not kept from a project
 
 
 def _parse(path: str, *, required: bool) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            document = tomllib.load(f)
+        data = read_bytes(path, "configuration file", CONFIG_LIMIT)
+        document = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a configuration") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     if os.path.basename(path) == "pyproject.toml":
-        table = document.get("tool", {}).get("mcs-host")
+        tool = document.get("tool", {})
+        table = tool.get("mcs-host") if isinstance(tool, dict) else None
         if table is None and required:
             raise ConfigError(f"{path}: has no [tool.mcs-host] table")
+        if table is not None and not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.mcs-host] is not a table")
         return dict(table or {})
     return document
+
+
+# -- approvals: the user's consent to a directory's project configuration --------------------
+
+
+def _approvals_path() -> str:
+    return os.path.join(state_directory(), "approved-directories.json")
+
+
+def _project_hashes(directory: str) -> dict[str, str]:
+    """The sha256 of each project configuration file in ``directory``."""
+    found = {}
+    for name in PROJECT_FILES:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            try:
+                data = read_bytes(path, name, CONFIG_LIMIT)
+            except (OSError, InputError) as exc:
+                raise ConfigError(str(exc)) from None
+            found[name] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _read_approvals() -> dict[str, dict[str, str]]:
+    path = _approvals_path()
+    try:
+        document = loads_json(read_bytes(path, "the approvals", STATE_LIMIT), path)
+    except FileNotFoundError:
+        return {}
+    except (OSError, InputError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the approved directories: {exc}") from None
+    directories = document.get("directories") if isinstance(document, dict) else None
+    if not isinstance(directories, dict) or not all(
+        isinstance(files, dict) and all(isinstance(h, str) for h in files.values())
+        for files in directories.values()
+    ):
+        raise ConfigError(
+            f'{path}: is not {{"directories": {{<directory>: {{<file>: <sha256>}}}}}}; move '
+            "it away and approve the directories again"
+        )
+    return {str(k): dict(v) for k, v in directories.items()}
+
+
+def _approval_problem(directory: str) -> str | None:
+    """Why ``directory``'s project configuration is not approved, or ``None`` if it is."""
+    real = os.path.realpath(directory)
+    approved = _read_approvals().get(real)
+    if approved is None:
+        return "the directory is not approved"
+    if approved != _project_hashes(real):
+        return "its files changed since the directory was approved"
+    return None
+
+
+def approve_directory(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """Approve ``directory``'s project configuration files as they are now: their settings
+    are then used whole. Returns the files approved (name -> sha256); raises
+    :class:`ConfigError` when there is none."""
+    real = os.path.realpath(os.fspath(directory))
+    hashes = _project_hashes(real)
+    if not hashes:
+        raise ConfigError(f"{real}: has no {' or '.join(PROJECT_FILES)} to approve")
+    approvals = _read_approvals()
+    approvals[real] = hashes
+    _write_approvals(approvals)
+    return hashes
+
+
+def revoke_directory(directory: str | os.PathLike[str]) -> bool:
+    """Withdraw the approval of ``directory``; whether there was one."""
+    real = os.path.realpath(os.fspath(directory))
+    approvals = _read_approvals()
+    if approvals.pop(real, None) is None:
+        return False
+    _write_approvals(approvals)
+    return True
+
+
+def _write_approvals(approvals: dict[str, dict[str, str]]) -> None:
+    text = json.dumps({"directories": approvals}, indent=2, sort_keys=True) + "\n"
+    try:
+        write_atomic(_approvals_path(), text)
+    except OSError as exc:
+        raise ConfigError(f"{_approvals_path()}: cannot record the approval: {exc}") from None
 
 
 def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
@@ -263,6 +428,13 @@ def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
             data[key] = _flag(env, variable)
     if env.get("MCS_HOST_REGISTRY"):
         data["registries"] = [p for p in env["MCS_HOST_REGISTRY"].split(os.pathsep) if p]
+    if env.get("MCS_HOST_REGISTRY_KEYS"):
+        data["registry_keys"] = env["MCS_HOST_REGISTRY_KEYS"].replace(",", " ").split()
+    if env.get("MCS_HOST_REGISTRY_THRESHOLD"):
+        value = env["MCS_HOST_REGISTRY_THRESHOLD"].strip()
+        if not value.isdigit():
+            raise ConfigError(f"MCS_HOST_REGISTRY_THRESHOLD={value!r}: give a whole number")
+        data["registry_threshold"] = int(value)
     for variable, key in (("MCS_HOST_ALLOW", "allow"), ("MCS_HOST_DENY", "deny")):
         if variable in env:
             data[key] = [item.strip() for item in env[variable].split(",") if item.strip()]

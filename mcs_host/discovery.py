@@ -129,6 +129,18 @@ class Discovery:
         """The candidates claiming ``label`` (more than one means a conflict)."""
         return tuple(c for c in self.candidates if c.label == label)
 
+    def without(self, dropped: Iterable[Candidate]) -> Discovery:
+        """This discovery without the ``dropped`` candidates, label conflicts worked out
+        again over the rest (how a deny or allow rule settles a conflict)."""
+        gone = set(dropped)
+        if not gone:
+            return self
+        candidates = tuple(c for c in self.candidates if c not in gone)
+        problems = [p for p in self.problems if p.code != "label-conflict"]
+        problems.extend(_label_conflicts(candidates))
+        problems.sort(key=lambda p: (p.code, p.labels, p.distributions, p.message))
+        return Discovery(candidates, tuple(problems), self.group, self.path)
+
 
 @dataclass(frozen=True, slots=True)
 class _Installed:

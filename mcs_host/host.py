@@ -70,6 +70,7 @@ __all__ = [
     "VerifyRecord",
     "VerifyReport",
     "load_drivers",
+    "settle_conflicts",
 ]
 
 Status = Literal["mounted", "skipped", "rejected", "failed"]
@@ -284,6 +285,7 @@ def _verify(host: Host, labels: tuple[str, ...]) -> VerifyReport:
             if e.group == ENTRY_POINT_GROUP
         ),
     )
+    found = settle_conflicts(found, config)
     groups: list[tuple[Literal["driver", "plugin"], Discovery]] = [("driver", found)]
     if config.plugins:
         plugins = discover(host.search_path, group=PLUGIN_GROUP, require_object=False)
@@ -294,6 +296,8 @@ def _verify(host: Host, labels: tuple[str, ...]) -> VerifyReport:
         for candidate in discovery.candidates:
             if labels and candidate.label not in labels:
                 continue
+            if not _admitted(config, candidate.label, candidate.project):
+                continue  # load skips it: denied, or not allowed
             verification = verify_candidate(candidate, discovery, index, policy, scans)
             records.append(_verify_record(kind, verification, index, policy, refuse, search, scans))
     known = {r.label for r in records}
@@ -304,6 +308,33 @@ def _verify(host: Host, labels: tuple[str, ...]) -> VerifyReport:
         tuple((e.reason, str(e)) for e in errors),
         _origins.host_install().findings,
         _origins.startup_findings(search),
+    )
+
+
+def _ruled_out(config: HostConfig, names: set[str]) -> tuple[str, str] | None:
+    """``(reason, message)`` when the configuration's ``deny`` or ``allow`` keeps a driver
+    known by ``names`` (labels, distribution) from loading; deny wins over allow."""
+    deny = {normalize_name(d) for d in config.deny} | set(config.deny)
+    if names & deny:
+        return "denied", f"denied by the configuration ({', '.join(sorted(names & deny))})"
+    allow = {normalize_name(a) for a in config.allow} | set(config.allow)
+    if allow and not names & allow:
+        return "not-allowed", "not in the configuration's allow list"
+    return None
+
+
+def _admitted(config: HostConfig, label: str, project: str) -> bool:
+    return _ruled_out(config, {label, project}) is None
+
+
+def settle_conflicts(found: Discovery, config: HostConfig) -> Discovery:
+    """``found`` without the candidates for a contested label that ``deny`` or ``allow``
+    rule out: a conflict the configuration settles is no longer one."""
+    contested = {c.label for c in found.candidates if len(found.get(c.label)) > 1}
+    return found.without(
+        c
+        for c in found.candidates
+        if c.label in contested and not _admitted(config, c.label, c.project)
     )
 
 
@@ -394,6 +425,7 @@ class _Load:
                     if e.group == ENTRY_POINT_GROUP
                 ),
             )
+            found = settle_conflicts(found, self.config)
         plans, records = self._plan(found)
         orchestrator = Orchestrator(
             namespace=self.config.namespace,
@@ -593,13 +625,7 @@ class _Load:
         names = {plan.label, plan.driver or plan.label}
         if candidate is not None:
             names.add(candidate.project)
-        deny = {normalize_name(d) for d in self.config.deny} | set(self.config.deny)
-        if names & deny:
-            return "denied", f"denied by the configuration ({', '.join(sorted(names & deny))})"
-        allow = {normalize_name(a) for a in self.config.allow} | set(self.config.allow)
-        if allow and not names & allow:
-            return "not-allowed", "not in the configuration's allow list"
-        return None
+        return _ruled_out(self.config, names)
 
     # -- one mount ---------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape, quoteattr
 
+from ._files import CONFIG_LIMIT, InputError, read_bytes
 from .contract import Tool
 from .formats import Provider
 
@@ -43,9 +44,13 @@ class Prompts:
         source = "mcs_host/prompts/default.toml"
         if path is not None:
             try:
-                with open(path, "rb") as f:
-                    override = tomllib.load(f)
-            except (OSError, tomllib.TOMLDecodeError) as exc:
+                text = read_bytes(path, "prompts file", CONFIG_LIMIT).decode("utf-8")
+                override = tomllib.loads(text)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
+            except RecursionError:
+                raise ValueError(f"prompts file {path}: nested too deeply") from None
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
                 raise ValueError(f"prompts file {path}: {exc}") from None
             for table, values in override.items():
                 if table not in data or not isinstance(values, dict):

@@ -52,6 +52,8 @@ __all__ = [
     "is_envelope",
     "load_index",
     "load_registry",
+    "state_directory",
+    "write_atomic",
 ]
 
 REGISTRY_FORMAT = "mcs-host-registry/2"
@@ -241,7 +243,7 @@ class Registry(_Strict):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`dump` to ``path``, replacing the file whole (never half written)."""
-        _write_atomic(os.fspath(path), self.dump())
+        write_atomic(os.fspath(path), self.dump())
 
 
 def is_envelope(data: bytes | str) -> bool:
@@ -256,7 +258,8 @@ def _envelope_shaped(document: object) -> bool:
     return isinstance(document, dict) and "payloadType" in document
 
 
-def _write_atomic(path: str, text: str) -> None:
+def write_atomic(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` whole (never half written), keeping the file's mode."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     try:
@@ -336,7 +339,7 @@ class RegistryState:
         paths[real] = lineage
         document: dict[str, Any] = {**lineages, "signed-paths": paths}
         try:
-            _write_atomic(self.path, json.dumps(document, indent=2, sort_keys=True))
+            write_atomic(self.path, json.dumps(document, indent=2, sort_keys=True))
         except OSError as exc:
             raise RegistryError(
                 "state-unwritable", f"{self.path}: cannot record the registry state: {exc}"
@@ -392,11 +395,16 @@ def _json_type(value: object) -> str:
     )
 
 
-def _default_state_path() -> str:
-    base = os.environ.get("MCS_HOST_STATE_DIR") or os.path.join(
+def state_directory() -> str:
+    """Where the host keeps what it accepted: ``$MCS_HOST_STATE_DIR``, else
+    ``$XDG_STATE_HOME/mcs-host``, else ``~/.local/state/mcs-host``."""
+    return os.environ.get("MCS_HOST_STATE_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mcs-host"
     )
-    return os.path.join(base, "registry-state.json")
+
+
+def _default_state_path() -> str:
+    return os.path.join(state_directory(), "registry-state.json")
 
 
 def default_registry_paths(environ: Mapping[str, str] | None = None) -> list[str]:
