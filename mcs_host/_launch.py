@@ -71,6 +71,9 @@ def _isolate() -> None:
         host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
         if first != host_root:
             del sys.path[0]
+    # pydantic imports the plugins every distribution may declare (entry point group
+    # "pydantic") when it builds its first model: not in this process
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ._gate import gate  # noqa: PLC0415 - after the path is safe
 
     gate().lock_down()

@@ -27,6 +27,7 @@ __all__ = [
     "host_package_dir",
     "is_stdlib",
     "real_file",
+    "record_files",
     "startup_findings",
     "stdlib_roots",
 ]
@@ -118,7 +119,7 @@ def bootstrap_files() -> frozenset[str]:
     global _BOOTSTRAP  # noqa: PLW0603 - resolved once per process
     if _BOOTSTRAP is None:
         copies = _copies(sys.path).get("packaging", [])
-        _BOOTSTRAP = frozenset(_record_files(copies[0])) if len(copies) == 1 else frozenset()
+        _BOOTSTRAP = frozenset(record_files(copies[0])) if len(copies) == 1 else frozenset()
     return _BOOTSTRAP
 
 
@@ -162,7 +163,7 @@ def _resolve_host(search: list[str]) -> HostInstall:
     if metadata_path is not None:
         distributions["mcs-host"] = metadata_path
     if owner:
-        files |= set.intersection(*(_record_files(o) for o in owner))
+        files |= set.intersection(*(record_files(o) for o in owner))
     for project, found, listed in _requirement_closure(requirements, installed, findings):
         if found is not None:
             distributions[normalize_name(project)] = found
@@ -268,7 +269,7 @@ def _record_rows(metadata_path: str) -> Iterator[tuple[str, tuple[str, str]]]:
             yield row[0], (algorithm, value)
 
 
-def _record_files(metadata_path: str) -> set[str]:
+def record_files(metadata_path: str) -> set[str]:
     """The real paths of the files a distribution's RECORD lists inside its site directory."""
     site = os.path.realpath(os.path.dirname(metadata_path))
     found = set()
@@ -310,7 +311,7 @@ def _requirement_closure(
             if not copies:
                 continue
             if len(copies) == 1:
-                yield project, copies[0], _record_files(copies[0])
+                yield project, copies[0], record_files(copies[0])
                 queue.append((requires_dist(copies[0]), frozenset(requirement.extras)))
                 continue
             findings.append(
@@ -318,7 +319,7 @@ def _requirement_closure(
                 f"({', '.join(copies)}): only the files and requirements every copy lists "
                 "are trusted as the host's; remove the copies that should not be there"
             )
-            shared = set.intersection(*(_record_files(c) for c in copies))
+            shared = set.intersection(*(record_files(c) for c in copies))
             needs = set.intersection(*(set(requires_dist(c)) for c in copies))
             yield project, None, shared
             queue.append((sorted(needs), frozenset(requirement.extras)))

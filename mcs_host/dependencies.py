@@ -20,13 +20,13 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from . import _origins
 from .discovery import (
+    installed_copies,
     installed_distribution,
     normalize_name,
     requires_dist,
@@ -282,9 +282,9 @@ def _required(lines: Iterable[str]) -> list[tuple[str, Requirement]]:
 def unverified_imports(names: Iterable[str]) -> dict[str, list[str]]:
     """Of the module ``names`` just imported, those loaded from neither the standard library,
     the host's installation, nor verified bytes (judged by their files, never their names),
-    by the distribution that ships them."""
+    by the distribution whose RECORD lists the file (``"?"`` when none does)."""
     host = _origins.host_install()
-    owners: Mapping[str, list[str]] | None = None  # read only when a module needs an owner
+    owners: dict[str, str] | None = None  # read only when a module needs an owner
     found: dict[str, list[str]] = {}
     for name in sorted(names):
         module = sys.modules.get(name)
@@ -297,29 +297,16 @@ def unverified_imports(names: Iterable[str]) -> dict[str, list[str]]:
         if _origins.is_stdlib(real) or host.owns(real):
             continue
         if owners is None:
-            owners = _top_level_owners()
-        candidates = owners.get(name.partition(".")[0], [])
-        owner = _owner(spec.origin, candidates) if len(candidates) > 1 else (candidates or ["?"])[0]
-        found.setdefault(owner, []).append(name)
+            owners = _file_owners()
+        found.setdefault(owners.get(real, "?"), []).append(name)
     return found
 
 
-def _top_level_owners() -> Mapping[str, list[str]]:
-    return {
-        top: [normalize_name(d) for d in dists]
-        for top, dists in metadata.packages_distributions().items()
-    }
-
-
-def _owner(origin: str, candidates: Sequence[str]) -> str:
-    """Which of ``candidates`` lists the file ``origin`` in its RECORD."""
-    real = os.path.realpath(origin)
-    for project in candidates:
-        try:
-            files = metadata.distribution(project).files or []
-        except metadata.PackageNotFoundError:
-            continue
-        for file in files:
-            if os.path.realpath(str(file.locate())) == real:
-                return project
-    return candidates[0] if candidates else "?"
+def _file_owners() -> dict[str, str]:
+    """Real path -> the distribution whose RECORD lists it, for every distribution on
+    ``sys.path`` (each RECORD read through the bounded reader)."""
+    owners: dict[str, str] = {}
+    for project, copies in installed_copies(sys.path).items():
+        for real in _origins.record_files(copies[0]):
+            owners.setdefault(real, project)
+    return owners

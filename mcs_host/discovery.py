@@ -256,10 +256,7 @@ def requires_dist(metadata_path: str) -> list[str]:
     from the header of its METADATA (an ``.egg-info`` without one: as importlib reads it)."""
     path = os.path.join(metadata_path, "METADATA")
     if not os.path.lexists(path):
-        from importlib import metadata  # noqa: PLC0415 - an .egg-info, rarely met
-        from pathlib import Path  # noqa: PLC0415
-
-        return metadata.PathDistribution(Path(metadata_path)).requires or []
+        return _egg_info_requires(metadata_path)
     found = []
     try:
         for raw in _header_lines(path):
@@ -268,6 +265,33 @@ def requires_dist(metadata_path: str) -> list[str]:
                 found.append(line.partition(":")[2].strip())
     except (OSError, InputError):
         return []  # the scan of its files names what is wrong with it
+    return found
+
+
+def _egg_info_requires(metadata_path: str) -> list[str]:
+    """An ``.egg-info``'s ``requires.txt`` as Requires-Dist lines, as importlib reads it:
+    a ``[extra:marker]`` section adds its extra and marker to the lines below it."""
+    try:
+        text = read_text(
+            os.path.join(metadata_path, "requires.txt"),
+            "requires.txt",
+            METADATA_LIMIT,
+            follow=False,
+        )
+    except (OSError, InputError):
+        return []
+    found, marker = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            extra, _, condition = line[1:-1].partition(":")
+            parts = [f'extra == "{extra}"'] if extra else []
+            parts += [f"({condition})"] if condition else []
+            marker = " and ".join(parts)
+            continue
+        found.append(f"{line}; {marker}" if marker else line)
     return found
 
 

@@ -829,6 +829,15 @@ def probe_scene(
     root = tmp_path_factory.mktemp("probes")
     marker = root / "ran.txt"
     venv = new_venv(root, wheelhouse, uv_cache)
+    # first, as pip runs the venv's python: a distribution declaring plugins in the entry
+    # point groups mcs-host's dependencies load plugins from
+    groups = ("pydantic", "pygments.lexers", "pygments.styles", "pygments.formatters")
+    plugin = Project(
+        "pretty-plugin",
+        files={"pretty_plugin/__init__.py": mark(marker, "pretty-plugin")},
+        entry_points={group: {"pretty": "pretty_plugin"} for group in groups},
+    )
+    install(venv, root, plugin)
     missing = venv.run(
         "python",
         "-c",
@@ -865,8 +874,10 @@ def test_no_command_runs_a_module_planted_under_a_probed_name(
 ) -> None:
     venv, marker = probe_scene["venv"], probe_scene["marker"]
     marker.unlink(missing_ok=True)
-    assert venv.run("python", "-c", "import nt").returncode == 0  # the control
-    assert ran(marker) == ["nt"]
+    assert venv.run("python", "-c", "import nt").returncode == 0  # the controls
+    model = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int = 0\n"
+    venv.run("python", "-c", model)  # pydantic imports the plugin, whatever it then does
+    assert {"nt", "pretty-plugin"} <= set(ran(marker))  # plain Python runs the plants
     marker.unlink()
     values = {
         "registry": str(probe_scene["registry"]),

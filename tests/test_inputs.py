@@ -1,0 +1,343 @@
+"""What sits in the working directory is not trust, and every input is bounded and typed.
+
+A configuration or registry in the current directory cannot choose registries or relax the
+policy unless the user names it or approves the directory; deny and allow settle a label
+conflict; metadata files, manifests, signatures, configuration files and command-line JSON
+that are FIFOs, devices, symlinks to them, too big or nested too deep end in one clear line
+naming the file or option, never a traceback or a hang. Every fixture driver writes a marker
+file when its code runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Project, Venv, build_wheel, pip
+from hostrun import driver_project, entry, pin, write_registry
+
+pytestmark = pytest.mark.venv
+
+PINNED_ID = "7c1f0000-0000-4000-8000-0000000000f1"
+LOOSE_ID = "7c1f0000-0000-4000-8000-0000000000f2"
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.fixture(scope="module")
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A venv with a pinned driver (``pinned``) and one no registry knows (``loose``), a
+    registry pinning the first, and a project directory to run commands in."""
+    root = tmp_path_factory.mktemp("inputs")
+    marker = root / "ran.txt"
+    venv = Venv.create(root / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    projects = [
+        driver_project("pinned-driver", marker, PINNED_ID, label="pinned"),
+        driver_project("loose-driver", marker, LOOSE_ID, label="loose"),
+    ]
+    wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    registry = write_registry(
+        root / "registry.json",
+        {
+            PINNED_ID: entry(
+                "pinned-driver",
+                "pinned",
+                "pinned_driver:Driver",
+                releases={"1.0.0": pin(wheels[0])},
+            )
+        },
+    )
+    project = root / "project"
+    project.mkdir()
+    return {"venv": venv, "marker": marker, "registry": registry, "project": project}
+
+
+def run(
+    scene: dict[str, Any], tmp_path: Path, *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    venv: Venv = scene["venv"]
+    return venv.run(
+        "mcs-host",
+        *args,
+        cwd=cwd or scene["project"],
+        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+    )
+
+
+def statuses(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
+    assert done.stdout, done.stderr
+    report = json.loads(done.stdout)
+    return {d["label"]: (d["status"], d["reason"]) for d in report["drivers"]}
+
+
+def ran(scene: dict[str, Any]) -> list[str]:
+    marker: Path = scene["marker"]
+    lines = marker.read_text().splitlines() if marker.exists() else []
+    marker.unlink(missing_ok=True)
+    return lines
+
+
+# -- the working directory is not trust ------------------------------------------------------
+
+RELAXING = """
+registries = ["{registry}"]
+[trust]
+allow_unverified = true
+"""
+
+
+@pytest.mark.parametrize("file", ["mcs-host.toml", "pyproject.toml"])
+def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_approved(
+    scene: dict[str, Any], tmp_path: Path, file: str
+) -> None:
+    project: Path = scene["project"]
+    text = RELAXING.format(registry=scene["registry"])
+    if file == "pyproject.toml":
+        text = "[tool.mcs-host]\n" + text.replace("[trust]", "[tool.mcs-host.trust]")
+    config = project / file
+    config.write_text(text)
+    ran(scene)
+    try:
+        done = run(scene, tmp_path, "load", "--json")
+        # its registry and its policy are ignored: loose is unverified, and refused
+        assert statuses(done)["loose"] == ("rejected", "not-in-registry")
+        assert statuses(done)["pinned"] == ("rejected", "not-in-registry")
+        note = (
+            f"note: {config}: ignored registries, trust.allow_unverified: a configuration "
+            "found in the working directory may not choose registries or relax the trust "
+            f"policy (the directory is not approved); to use it, run `mcs-host allow "
+            f"{project}` or pass --config {config}"
+        )
+        assert note in done.stderr
+        assert json.loads(done.stdout)["config_notes"] == [note.removeprefix("note: ")]
+        assert ran(scene) == []
+        # the user's consent: the directory, as it is now
+        allowed = run(scene, tmp_path, "allow", project)
+        assert allowed.returncode == 0, allowed.stderr
+        assert allowed.stdout.startswith(f"approved {project}:\n  {file} (sha256 ")
+        done = run(scene, tmp_path, "load", "--json")
+        assert statuses(done) == {"loose": ("mounted", "mounted"), "pinned": ("mounted", "mounted")}
+        assert "note:" not in done.stderr
+        assert sorted(ran(scene)) == ["loose-driver ran", "pinned-driver ran"]
+        # a change lapses the approval
+        config.write_text(text + "\n# edited\n")
+        done = run(scene, tmp_path, "load", "--json")
+        assert statuses(done)["loose"] == ("rejected", "not-in-registry")
+        assert "its files changed since the directory was approved" in done.stderr
+        assert ran(scene) == []
+        # naming the file is consent too
+        named = run(scene, tmp_path, "load", "--json", "--config", config)
+        assert statuses(named)["loose"] == ("mounted", "mounted")
+        assert run(scene, tmp_path, "allow", "--revoke", project).stdout == f"revoked {project}\n"
+    finally:
+        config.unlink()
+        ran(scene)
+
+
+def test_a_registry_in_the_working_directory_is_never_used_unless_named(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    project: Path = scene["project"]
+    planted = project / "registry.json"
+    planted.write_text(scene["registry"].read_text())
+    ran(scene)
+    try:
+        done = run(scene, tmp_path, "verify", "--json")
+        assert done.returncode == 1
+        drivers = {d["label"]: d["status"] for d in json.loads(done.stdout)["drivers"]}
+        assert drivers == {"loose": "unverified", "pinned": "unverified"}
+        assert f"note: {planted} is not used: a registry in the working directory" in done.stderr
+        named = run(scene, tmp_path, "verify", "pinned", "--registry", "registry.json")
+        assert named.returncode == 0, named.stdout + named.stderr
+        assert ran(scene) == []
+    finally:
+        planted.unlink()
+
+
+def test_deny_or_allow_settles_a_label_conflict_in_load_and_verify(
+    wheelhouse: Path, uv_cache: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran.txt"
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    ids = {"acme-weather": PINNED_ID, "other-weather": LOOSE_ID}
+    projects = [driver_project(name, marker, ids[name], label="weather") for name in ids]
+    wheels = [build_wheel(p.write(tmp_path / "src"), tmp_path / "wheels") for p in projects]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {
+            ids[p.name]: entry(
+                p.name, "weather", f"{p.module}:Driver", releases={"1.0.0": pin(wheel)}
+            )
+            for p, wheel in zip(projects, wheels, strict=True)
+        },
+    )
+    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
+
+    def load(*options: str) -> subprocess.CompletedProcess[str]:
+        return venv.run("mcs-host", "load", "--json", "--registry", registry, *options, env=state)
+
+    assert statuses(load()) == {"weather": ("rejected", "label-conflict")}
+    assert not marker.exists()
+    denied = venv.run(
+        "mcs-host",
+        "load",
+        "--json",
+        "--registry",
+        registry,
+        env={**state, "MCS_HOST_DENY": "other-weather"},
+    )
+    report = json.loads(denied.stdout)
+    assert [(d["label"], d["distribution"], d["status"]) for d in report["drivers"]] == [
+        ("weather", "acme-weather", "mounted")
+    ]
+    assert marker.read_text() == "acme-weather ran\n"
+    verified = venv.run(
+        "mcs-host",
+        "verify",
+        "--json",
+        "--registry",
+        registry,
+        env={**state, "MCS_HOST_ALLOW": "other-weather"},
+    )
+    assert verified.returncode == 0, verified.stdout
+    drivers = json.loads(verified.stdout)["drivers"]
+    assert [(d["distribution"], d["status"]) for d in drivers] == [("other-weather", "pinned")]
+
+
+# -- bounded, typed input ----------------------------------------------------------------------
+
+
+def _dist_info(scene: dict[str, Any], name: str) -> Path:
+    (found,) = scene["venv"].site_packages.glob(f"{name}-*.dist-info")
+    return Path(found)
+
+
+@pytest.mark.parametrize(
+    ("file", "kind"),
+    [
+        ("entry_points.txt", "fifo"),
+        ("entry_points.txt", "symlink to /dev/zero"),
+        ("entry_points.txt", "huge"),
+        ("METADATA", "fifo"),
+        ("RECORD", "fifo"),
+        ("RECORD", "symlink to /dev/zero"),
+    ],
+)
+def test_a_metadata_file_that_is_not_a_bounded_regular_file_is_named_and_the_rest_go_on(
+    scene: dict[str, Any], tmp_path: Path, file: str, kind: str
+) -> None:
+    target = _dist_info(scene, "loose_driver") / file
+    saved = tmp_path / "saved"
+    os.rename(target, saved)
+    try:
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "huge":
+            with target.open("wb") as f:
+                f.truncate(17 * 1024 * 1024)  # sparse, over the 16 MiB limit
+        else:
+            target.symlink_to("/dev/zero")
+        listed = run(scene, tmp_path, "list", "--json")
+        verified = run(scene, tmp_path, "verify", "--json", "--registry", scene["registry"])
+    finally:
+        target.unlink()
+        os.rename(saved, target)
+    assert listed.returncode == 0, listed.stderr
+    listing = json.loads(listed.stdout)
+    report = json.loads(verified.stdout)
+    assert "Traceback" not in listed.stderr + verified.stderr
+    why = {
+        "fifo": "is not a regular file (a FIFO)",
+        "symlink to /dev/zero": "is a symbolic link",
+        "huge": "has 17825792 bytes; the limit is 16777216",
+    }[kind]
+    if file == "RECORD":  # discovery reads no RECORD: verification names it
+        (loose,) = [d for d in report["drivers"] if d["label"] == "loose"]
+        assert (loose["status"], loose["reason"]) == ("rejected", "record-invalid")
+        assert f"RECORD {why}" in loose["message"]
+    else:
+        problems = [p["message"] for p in listing["problems"]]
+        assert any(str(target) in m and why in m for m in problems), problems
+    assert "pinned" in {d["label"] for d in listing["drivers"]}  # the others are still found
+    (pinned,) = [d for d in report["drivers"] if d["label"] == "pinned"]
+    assert pinned["status"] == "pinned"
+    assert ran(scene) == []
+
+
+def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
+    wheelhouse: Path, uv_cache: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran.txt"
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    base = driver_project("deep-driver", marker, PINNED_ID)
+    deep_manifest = Project(
+        "deep-driver",
+        files={**base.files, "deep_driver/mcs-driver.json": '{"format": ' + DEEP + "}"},
+        entry_points=base.entry_points,
+        dependencies=["mcs-host"],
+    )
+    (wheel,) = [build_wheel(deep_manifest.write(tmp_path / "src"), tmp_path / "wheels")]
+    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {PINNED_ID: entry("deep-driver", "deep_driver", "deep_driver:Driver")},
+    )
+    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
+    done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
+    (driver,) = json.loads(done.stdout)["drivers"]
+    assert (driver["status"], driver["reason"]) == ("rejected", "manifest-invalid")
+    assert "JSON nested 5001 levels deep; the limit is 64" in driver["message"]
+    # a signature file nested too deep: the wheel's own manifest fixed, the signature planted
+    (info,) = venv.site_packages.glob("deep_driver-*.dist-info")
+    manifest = venv.site_packages / "deep_driver" / "mcs-driver.json"
+    manifest.write_text(base.files["deep_driver/mcs-driver.json"])
+    (info / "mcs-signature.json").write_text(DEEP)
+    done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
+    assert "Traceback" not in done.stderr
+    (driver,) = json.loads(done.stdout)["drivers"]
+    assert driver["status"] == "rejected"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["call", "ping", "--args", DEEP], "Invalid value for --args: JSON nested 5000 levels"),
+        (["call", "ping", "--args", "{nope"], "Invalid value for --args: not JSON: "),
+        (["run", "--object", DEEP], "Invalid value for --object: JSON nested 5000 levels"),
+        (
+            ["load", "--set", f"pinned.root={DEEP}"],
+            "Invalid value for --set: pinned.root: JSON nested",
+        ),
+        (["load", "--config", "deep.toml"], "deep.toml: nested too deeply to be a configuration"),
+        (["load", "--config", "fifo.toml"], "fifo.toml: configuration file is not a regular file"),
+    ],
+    ids=["args deep", "args garbage", "object deep", "set deep", "toml deep", "toml fifo"],
+)
+def test_command_line_input_that_is_not_bounded_json_or_toml_is_one_line_and_exit_2(
+    scene: dict[str, Any], tmp_path: Path, args: list[str], message: str
+) -> None:
+    project: Path = scene["project"]
+    (project / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    fifo = project / "fifo.toml"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    try:
+        done = run(scene, tmp_path, *args)
+    finally:
+        (project / "deep.toml").unlink()
+        fifo.unlink()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert message in done.stderr.replace("\n", " ").replace("│", "").replace("  ", " ")
+    assert ran(scene) == []
