@@ -156,11 +156,6 @@ class VerifiedImporter:
         """Whether ``name`` is a module of a verified distribution."""
         return name in self._claims
 
-    def claimed_file(self, name: str) -> str | None:
-        """The path of the verified file claimed for module ``name``."""
-        claim = self._claims.get(name)
-        return _origin(claim) if claim is not None else None
-
     def namespace(self, name: str) -> bool:
         """Whether ``name`` is a namespace package on a verified module's dotted path."""
         return name in self._namespaces
@@ -190,10 +185,6 @@ class VerifiedImporter:
         allows."""
         self._locked = True
         self.install()
-
-    @property
-    def locked(self) -> bool:
-        return self._locked
 
     # -- what was refused and allowed -----------------------------------------------------
 
