@@ -260,6 +260,18 @@ def test_a_damaged_state_file_is_an_error_naming_it_never_a_silent_reset(
     assert state_file.read_text() == text  # left as it was for the user to look at
 
 
+def test_a_state_file_that_is_a_fifo_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    key = PrivateKey.generate()
+    state_file = tmp_path / "state.json"
+    os.mkfifo(state_file)
+    doc = registry(version=1, expires="2999-01-01T00:00:00Z")
+    source = RegistrySource(str(signed(tmp_path / "index.json", doc, [key])), (key.public_key,))
+    with pytest.raises(RegistryError) as caught:
+        load_registry(source, RegistryState(state_file))
+    assert caught.value.reason == "state-unreadable"
+    assert str(caught.value) == f"{state_file}: the registry state is not a regular file (a FIFO)"
+
+
 def test_a_registry_behind_a_symlink_is_read_once_and_recorded_by_its_real_path(
     tmp_path: Path,
 ) -> None:
