@@ -1,5 +1,5 @@
 """``python -m mcs_host`` runs the ``mcs-host`` command line."""
 
-from ._launch import main
+from .cli._launch import main
 
 main()

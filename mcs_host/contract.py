@@ -4,6 +4,9 @@ Data types are frozen pydantic models: they validate on construction, round-trip
 JSON and export JSON Schema (see :func:`contract_schemas`). The abstract classes and mixins
 carry the spec's names. Objects of the published reference SDK (``mcs.driver.core``) convert
 into these types by duck typing through each model's ``coerce``.
+
+One module: the contract is one versioned document; its models, protocols and mixins refer to
+each other and are published together as JSON Schemas.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Reads each distribution's ``entry_points.txt`` on the search path, keeps the ent
 ``mcs.drivers`` group, and reports what would make a candidate ambiguous: one distribution
 installed twice, two distributions claiming one label, an entry point that does not name an
 object, a label that cannot prefix tool names.
+
+One module: discovery is one pass over installed metadata; its records, the entry point parser
+and the scan share private readers, and ``mcs-host list`` imports this module alone (no
+pydantic, no packaging).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _bench import Budget, emit
 
-from mcs_host.integrity import scan_installed
+from mcs_host.trust.digest import scan_installed
 
 
 def make_distribution(site: Path, name: str, sizes: list[int]) -> tuple[Path, list[Path]]:

@@ -28,7 +28,7 @@ STAGES = ("verify", "check", "dependencies", "import", "instantiate", "list_tool
 PROBE = f"""
 import json, time
 started = time.perf_counter()
-import mcs_host.host
+import mcs_host.loading.host
 imported = time.perf_counter()
 from mcs_host import load_drivers
 driver, report = load_drivers({CONFIG!r})

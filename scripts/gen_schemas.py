@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcs_host.contract import contract_schemas
-from mcs_host.registry import Registry
-from mcs_host.release import ReleaseStatement
+from mcs_host.trust.registry import Registry
+from mcs_host.trust.release import ReleaseStatement
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "mcs_host" / "schemas"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from distbuild import Project, Venv
 
-from mcs_host.registry import REGISTRY_FORMAT
-from mcs_host.release import release_from_wheel
+from mcs_host.trust.registry import REGISTRY_FORMAT
+from mcs_host.trust.release import release_from_wheel
 
 DRIVER_SOURCE = """\
 open({marker!r}, "a").write("{name} ran\\n")

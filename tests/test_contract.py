@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -244,12 +244,12 @@ def test_coerce_accepts_instances_mappings_and_objects() -> None:
 
 
 def test_public_names_resolve_and_import_is_lazy() -> None:
-    for name in mcs_host.__all__:
+    for name in vars(mcs_host)["__all__"]:
         assert getattr(mcs_host, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = mcs_host.nothing
+        _ = mcs_host.nothing  # type: ignore[attr-defined]
     code = (
-        "import sys, mcs_host, mcs_host.discovery, mcs_host.cli; "
+        "import sys, mcs_host, mcs_host.discovery, mcs_host.cli._launch, mcs_host.cli.app; "
         "print(sorted(m for m in ('pydantic', 'mcs_host.contract') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -294,17 +294,47 @@ def test_schema_check_notices_edited_missing_and_stray_files(tmp_path: Any) -> N
     ]
 
 
-def test_every_public_name_is_in_a_submodule_all() -> None:
-    exported: dict[str, str] = {}
-    for name in sorted({*mcs_host._EXPORTS.values()}):
-        module = importlib.import_module(f"mcs_host.{name}")
-        exported |= dict.fromkeys(module.__all__, name)
-    stale = "mcs_host/__init__.py is stale: run python scripts/gen_init.py"
-    assert set(mcs_host.__all__) - {"__version__"} == set(exported), stale
-    assert exported == mcs_host._EXPORTS, stale
-    public = {p.stem for p in Path(mcs_host.__file__).parent.glob("[!_]*.py")}
-    # every public module's names are exported, but the command line's and the pytest plugin's
-    assert public - set(exported.values()) == {"cli", "pytest_plugin"}
+# the command line and the pytest plugin export nothing
+_EXPORT_NOTHING = {"cli", "kit.pytest_plugin"}
+
+
+def _stub_exports() -> list[tuple[str, str]]:
+    """``(name, module)`` for every name the stub ``mcs_host/__init__.pyi`` re-exports."""
+    tree = ast.parse((ROOT / "mcs_host" / "__init__.pyi").read_text(encoding="utf-8"))
+    found = []
+    for node in tree.body:
+        assert isinstance(node, ast.ImportFrom | ast.Expr), ast.dump(node)
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1, "the stub imports from its own submodules only"
+            assert node.module
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name} is not re-exported as itself"
+                found.append((alias.name, node.module))
+    return found
+
+
+def test_the_export_map_is_the_stub_and_each_name_is_its_module_s() -> None:
+    declared = _stub_exports()
+    names = [name for name, _ in declared]
+    assert len(names) == len(set(names)), "a name is declared twice in __init__.pyi"
+    runtime = vars(mcs_host)["_EXPORTS"]
+    assert runtime == dict(declared)
+    assert vars(mcs_host)["__all__"] == names
+    for name, module in declared:
+        if name != "__version__":
+            listed = importlib.import_module(f"mcs_host.{module}").__all__
+            assert name in listed, f"{name} is exported but not in mcs_host.{module}.__all__"
+    # a public module says what it exports (``__all__ = []`` for a pipeline stage used
+    # internally), and all of it is exported: a new public name cannot be forgotten
+    for path in sorted((ROOT / "mcs_host").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[1:])
+        if any(part.startswith("_") for part in parts[1:]) or {parts[1], module} & _EXPORT_NOTHING:
+            continue
+        public = vars(importlib.import_module(".".join(parts))).get("__all__")
+        assert public is not None, f"mcs_host.{module} has no __all__"
+        for name in public:
+            assert (name, module) in declared, f"mcs_host.{module}.{name} is not in __init__.pyi"
 
 
 def test_a_public_name_imports_only_the_module_that_defines_it() -> None:

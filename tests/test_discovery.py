@@ -326,12 +326,12 @@ def test_default_search_path_is_sys_path(scenario: Venv) -> None:
 
 # both run as python -c, so both search the same sys.path
 FAST_CLI = (
-    "import sys; from mcs_host._launch import main; main(sys.argv[1:]); "
+    "import sys; from mcs_host.cli._launch import main; main(sys.argv[1:]); "
     "assert 'typer' not in sys.modules, 'the fast path handed the command line to typer'"
 )
 FULL_CLI = (
-    "import sys; from mcs_host._launch import _isolate; _isolate(); "  # as the console script
-    "from mcs_host.cli import main; main(sys.argv[1:])"
+    "import sys; from mcs_host.cli._launch import _isolate; _isolate(); "  # as the console script
+    "from mcs_host.cli.app import main; main(sys.argv[1:])"
 )
 HEAVY = ("typer", "click", "pydantic", "rich")
 
@@ -355,7 +355,7 @@ def test_the_fast_list_prints_what_the_full_command_line_prints(
 
 def test_the_fast_list_imports_neither_typer_nor_pydantic(scenario: Venv) -> None:
     code = (
-        "import sys; from mcs_host._launch import main; main(['list', '--json']); "
+        "import sys; from mcs_host.cli._launch import main; main(['list', '--json']); "
         f"heavy = [m for m in sys.modules if m.partition('.')[0] in {HEAVY!r} "
         "or m == 'importlib.metadata']; "
         "print(sorted(heavy), file=sys.stderr)"

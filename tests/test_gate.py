@@ -709,7 +709,7 @@ def test_an_extension_module_in_a_pinned_library_needs_the_policy_too(
 PLUGIN_ID = "7c1f0000-0000-4000-8000-0000000000d1"
 PLUGIN_SOURCE = """
 {mark}
-from mcs_host.hooks import hookimpl
+from mcs_host.loading.hooks import hookimpl
 
 
 @hookimpl

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from distbuild import Project, build_wheel, install_target
 
-from mcs_host.integrity import (
+from mcs_host.trust.digest import (
     FileEntry,
     TreeDigest,
     module_files,

@@ -8,7 +8,7 @@ import pytest
 from sample_drivers import Calculator, Speaker
 
 from mcs_host import Orchestrator, detect
-from mcs_host.healing import Unhealable, heal
+from mcs_host.orchestration.healing import Unhealable, heal
 
 KNOWN = {"add", "echo", "get_weather", "search"}
 

@@ -75,7 +75,7 @@ def test_the_orchestrator_examples_run(
 
 
 def test_every_command_is_in_the_command_table() -> None:
-    from mcs_host.cli import app
+    from mcs_host.cli.app import app
 
     table = README.split("\n## Command line\n", 1)[1].split("\n### ", 1)[0]
     listed = set(re.findall(r"^\| `mcs-host ([a-z-]+)", table, flags=re.MULTILINE))

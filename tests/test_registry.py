@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from mcs_host.registry import (
+from mcs_host.trust.registry import (
     REGISTRY_PAYLOAD_TYPE,
     DriverEntry,
     Registry,
@@ -24,8 +24,8 @@ from mcs_host.registry import (
     load_index,
     load_registry,
 )
-from mcs_host.release import ReleaseStatement
-from mcs_host.signing import Envelope, PrivateKey, PublicKey, SignatureError, pae
+from mcs_host.trust.release import ReleaseStatement
+from mcs_host.trust.signatures import Envelope, PrivateKey, PublicKey, SignatureError, pae
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64

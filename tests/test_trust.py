@@ -21,10 +21,10 @@ import pytest
 from distbuild import PLUGINS, ROOT, Project, Venv, build_wheel, install_target, pip
 from hostrun import driver_project, entry, pin, run_host, write_registry
 
-from mcs_host.importer import IntegrityError, VerifiedImporter
-from mcs_host.integrity import ModuleFile, scan_installed, scan_wheel
-from mcs_host.registry import REGISTRY_PAYLOAD_TYPE
-from mcs_host.signing import Envelope, PrivateKey
+from mcs_host.trust.digest import ModuleFile, scan_installed, scan_wheel
+from mcs_host.trust.importer import IntegrityError, VerifiedImporter
+from mcs_host.trust.registry import REGISTRY_PAYLOAD_TYPE
+from mcs_host.trust.signatures import Envelope, PrivateKey
 
 pytestmark = pytest.mark.venv
 

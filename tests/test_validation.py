@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcs_host.validation import compile_schema, validate_arguments
+from mcs_host.orchestration.validation import compile_schema, validate_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,0 +1,1 @@
+"""The ``mcs-host`` command line."""

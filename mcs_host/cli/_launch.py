@@ -1,0 +1,103 @@
+"""The ``mcs-host`` console script.
+
+Before it imports anything else, the command line locks the process down: the import gate
+(:mod:`mcs_host._gate`) lets it run only the standard library, the host's own installation
+and what the host verifies or its policy allows, so a module planted in site-packages under
+a name some library probes for (``nt``, ``_winapi``, ``org``, ``bcrypt``...) never runs; and
+the unsafe first ``sys.path`` entry (the script's directory, or the current directory under
+``python -m``) is dropped unless the host itself was loaded from it. ``mcs-host check``, which
+runs a driver's code on purpose, is not locked down.
+
+``mcs-host list`` with only ``--json`` and ``--path`` is answered here from metadata, without
+importing typer or pydantic (together ~70 ms, more than the listing itself); every other
+command line, including anything ``list`` would reject, goes to :mod:`mcs_host.cli`.
+"""
+
+import os
+import sys
+
+# no ``from __future__ import annotations``: that imports the __future__ module, which under
+# ``python -m mcs_host`` would be looked for in the current directory first
+
+__all__ = ["main"]
+
+_RUNS_DRIVER_CODE = frozenset({"check"})
+"""Commands that import a driver's code on purpose, outside the trust pipeline."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not (args and args[0] in _RUNS_DRIVER_CODE):
+        _isolate()
+    plain = _plain_list(args)
+    if plain is None:
+        try:
+            from .app import main as cli_main
+
+            cli_main(args)
+        except ImportError as exc:  # the host's own imports; a driver's never get here
+            _cannot_start(exc)
+        return
+    from mcs_host.discovery import PLUGIN_GROUP, discover
+
+    from ._listing import render_listing
+
+    as_json, paths = plain
+    search = paths or None
+    plugins = discover(search, group=PLUGIN_GROUP, require_object=False)
+    sys.stdout.write(render_listing(discover(search), as_json, plugins) + "\n")
+    sys.stdout.flush()
+
+
+def _cannot_start(exc: ImportError) -> None:
+    """Say in a few lines why the command line could not import what it needs (the import
+    gate refused it), and exit 2; any other import error is a bug and is raised."""
+    from mcs_host.trust._gate import IntegrityError
+    from mcs_host.trust._origins import host_install
+
+    if not isinstance(exc, IntegrityError):
+        raise exc
+    lines = [f"error: mcs-host cannot start: {exc}"]
+    lines += [f"  {finding}" for finding in host_install().findings]
+    sys.stderr.write("\n".join(lines) + "\n")
+    raise SystemExit(2)
+
+
+def _isolate() -> None:
+    """Drop the unsafe first path entry (as ``python -P`` would), then lock the process
+    down. Until then only modules the interpreter has loaded already are imported here."""
+    if sys.path and not sys.flags.safe_path:
+        first = os.path.realpath(sys.path[0] or os.getcwd())
+        host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        if first != host_root:
+            del sys.path[0]
+    # pydantic imports the plugins every distribution may declare (entry point group
+    # "pydantic") when it builds its first model: not in this process
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from mcs_host.trust._gate import gate
+
+    gate().lock_down()
+
+
+def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:
+    """``(as_json, paths)`` for a ``list`` command line typer would accept as it is, else None."""
+    if not args or args[0] != "list":
+        return None
+    as_json, paths = False, []
+    rest = iter(args[1:])
+    for arg in rest:
+        if arg == "--json":
+            as_json = True
+        elif arg == "--path":
+            value = next(rest, None)
+            if value is None or value.startswith("-"):
+                return None
+            paths.append(value)
+        elif arg.startswith("--path="):
+            paths.append(arg.removeprefix("--path="))
+        else:
+            return None
+    if any(os.path.isfile(p) for p in paths):
+        return None  # typer's error message names the file
+    return as_json, paths

@@ -1,0 +1,63 @@
+"""The ``mcs-host`` command line: the typer application and its commands, one module per
+command group (:mod:`.drivers`, :mod:`.trust`, :mod:`.author`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from mcs_host._version import __version__
+
+from . import author, drivers, trust
+
+app = typer.Typer(
+    name="mcs-host",
+    help="Discover, verify, load and orchestrate MCS drivers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mcs-host {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Discover, verify, load and orchestrate MCS drivers."""
+
+
+for _name, _command in (
+    ("list", drivers.list_drivers),
+    ("verify", drivers.verify_drivers),
+    ("load", drivers.load_command),
+    ("call", drivers.call_command),
+    ("run", drivers.run_command),
+    ("lock", trust.lock_drivers),
+    ("keygen", trust.keygen),
+    ("sign", trust.sign),
+    ("sign-registry", trust.sign_registry),
+    ("allow", trust.allow_command),
+    ("new", author.new_command),
+    ("check", author.check_command),
+):
+    app.command(_name)(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
+    app(args=list(sys.argv[1:] if argv is None else argv), prog_name="mcs-host")

@@ -1,0 +1,115 @@
+"""The driver author's commands: ``new`` (scaffold a driver) and ``check`` (conformance)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mcs_host.discovery import discover
+
+from .options import SearchPathOption, fail, settings_from
+
+
+def new_command(
+    name: Annotated[str, typer.Argument(help="The distribution name, e.g. acme-weather.")],
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to create it.", file_okay=False)
+    ] = Path("."),
+    label: Annotated[
+        str | None, typer.Option("--label", help="Its entry point label (default: from NAME).")
+    ] = None,
+    publisher: Annotated[
+        str, typer.Option("--publisher", help="Who publishes it (its trust manifest).")
+    ] = "Your name",
+    repository: Annotated[
+        str | None, typer.Option("--repository", help="Its source repository URL.")
+    ] = None,
+) -> None:
+    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests."""
+    from mcs_host.kit.scaffold import new_driver
+
+    try:
+        root = new_driver(name, directory, label=label, publisher=publisher, repository=repository)
+    except (ValueError, FileExistsError) as exc:
+        fail(str(exc))
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        typer.echo(f"created {path}")
+    typer.echo(f"next: cd {root} && pip install -e '.[test]' && pytest && mcs-host check .")
+
+
+def check_command(
+    target: Annotated[
+        str, typer.Argument(help="A driver project directory, or an installed driver's label.")
+    ],
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A constructor setting KEY=VALUE (VALUE is JSON, else a string).",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Check that a driver keeps the MCS contract (this runs the driver's code).
+
+    Exits 1 when a driver has an error.
+    """
+    from mcs_host.kit.conformance import check_driver
+
+    settings = settings_from(sets, "KEY=VALUE")
+    try:
+        drivers = _drivers_to_check(target, path)
+    except (ValueError, OSError) as exc:
+        fail(f"{target}: {type(exc).__name__}: {exc}")
+    errors = 0
+    for label, value in drivers:
+        try:
+            obj = _load_object(value)
+        except (Exception, SystemExit) as exc:  # one driver that cannot be imported is its error
+            errors += 1
+            typer.echo(f"{label}: breaks the contract\n  ERROR import: {value}: {exc!r}")
+            continue
+        results = check_driver(obj, settings)
+        errors += sum(r.level == "error" for r in results)
+        verdict = "breaks the contract" if any(r.level == "error" for r in results) else "passes"
+        typer.echo(f"{label}: {verdict}")
+        for result in results:
+            typer.echo(f"  {result}")
+    if errors:
+        raise typer.Exit(1)
+
+
+def _load_object(value: str) -> Any:
+    import importlib
+
+    module, _, attr = value.partition(":")
+    obj: Any = importlib.import_module(module.strip())
+    for part in filter(None, attr.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[str, str]]:
+    """``(label, entry point value)`` of the drivers to check, their directory put first on
+    ``sys.path`` so the copy found is the copy imported."""
+    import tomllib
+
+    project = Path(target)
+    if project.is_dir():
+        with open(project / "pyproject.toml", "rb") as f:
+            document = tomllib.load(f)
+        entries = document.get("project", {}).get("entry-points", {}).get("mcs.drivers", {})
+        if not entries:
+            raise ValueError('its pyproject.toml declares no [project.entry-points."mcs.drivers"]')
+        sys.path.insert(0, str(project.resolve()))
+        return list(entries.items())
+    found = discover(path).get(target)
+    if not found:
+        raise ValueError("no installed driver has this label, and it is not a directory")
+    sys.path.insert(0, found[0].location)
+    return [(target, found[0].value)]

@@ -1,0 +1,221 @@
+"""The commands that work on the installed drivers: ``list``, ``verify``, ``load``, ``call``
+and ``run``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mcs_host.discovery import PLUGIN_GROUP, discover
+
+from ._listing import render_listing
+from .options import (
+    AllowExtensionsOption,
+    AllowUnverifiedOption,
+    ConfigOption,
+    HealthcheckOption,
+    JsonOption,
+    LabelsArgument,
+    RegistryKeyOption,
+    RegistryOption,
+    SearchPathOption,
+    SetOption,
+    StrictOption,
+    ThresholdOption,
+    config_from_options,
+)
+from .render import report_json, report_text, verify_json, verify_text
+
+if TYPE_CHECKING:
+    from mcs_host.contract import DriverResponse
+    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.records import Loaded, LoadReport
+
+
+def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
+    """List the installed drivers and host plugins from their metadata, without importing
+    any of them."""
+    plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
+    typer.echo(render_listing(discover(path), as_json, plugins))
+
+
+def verify_drivers(
+    labels: LabelsArgument = None,
+    as_json: JsonOption = False,
+    path: SearchPathOption = None,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    allow_extensions: AllowExtensionsOption = None,
+) -> None:
+    """Check each driver and host plugin, and what it depends on, against the registries,
+    without importing any of them.
+
+    Exits 0 only when every one asked for may be loaded and would run nothing but verified
+    code (and the host's); 1 otherwise.
+    """
+    from mcs_host.loading.host import Host
+
+    settings = config_from_options(
+        config, registry, registry_key, threshold, allow_unverified, allow_extensions
+    )
+    search = [os.fspath(p) for p in path] if path else None
+    report = Host(settings, search_path=search).verify(list(labels or ()))
+    if as_json:
+        document = {**verify_json(report), "config_notes": list(settings.notes)}
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        typer.echo(verify_text(report))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _load(
+    config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None
+) -> tuple[Loaded | None, LoadReport]:
+    from mcs_host.loading.host import Host
+    from mcs_host.loading.records import LoadError
+
+    search = [os.fspath(p) for p in path] if path else None
+    try:
+        loaded = Host(config, search_path=search).load(list(labels))
+    except LoadError as exc:
+        return None, exc.report
+    return loaded, loaded.report
+
+
+def load_command(
+    labels: LabelsArgument = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    allow_extensions: AllowExtensionsOption = None,
+    strict: StrictOption = None,
+    healthcheck: HealthcheckOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+    prompt: Annotated[
+        bool, typer.Option("--prompt", help="Also print the system prompt of the loaded stack.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model the prompt is for.", metavar="NAME")
+    ] = None,
+) -> None:
+    """Discover, verify, check, import and mount the drivers; show the load report.
+
+    Exits 1 only for errors: strict mode, required drivers, labels that do not exist.
+    """
+    settings = config_from_options(
+        config,
+        registry,
+        registry_key,
+        threshold,
+        allow_unverified,
+        allow_extensions,
+        strict=strict,
+        healthcheck=healthcheck,
+        sets=sets,
+    )
+    loaded, report = _load(settings, labels or (), path)
+    if as_json:
+        document = {**report_json(report, loaded), "config_notes": list(settings.notes)}
+        if prompt and loaded is not None:
+            document["system_prompt"] = loaded.driver.get_driver_system_message(model)
+        typer.echo(json.dumps(document, indent=2, default=str))
+    else:
+        typer.echo(report_text(report, loaded))
+        if prompt and loaded is not None:
+            typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _respond(response: DriverResponse) -> None:
+    typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
+    if response.call_failed:
+        raise typer.Exit(1)
+
+
+def call_command(
+    tool: Annotated[str, typer.Argument(help="The tool's name as the loaded stack lists it.")],
+    args: Annotated[str, typer.Option("--args", help="The arguments, a JSON object.")] = "{}",
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Load the stack and send it one tool call; print the DriverResponse."""
+    from mcs_host._files import InputError, loads_json
+
+    try:
+        arguments = loads_json(args, "--args")
+    except InputError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
+    settings = config_from_options(
+        config, registry, registry_key, threshold, allow_unverified, None, sets=sets
+    )
+    loaded = _loaded_or_exit(settings, path)
+    _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
+
+
+def run_command(
+    text: Annotated[str, typer.Argument(help="An LLM's output, or - to read it from stdin.")],
+    as_object: Annotated[
+        bool, typer.Option("--object", help="The output is a provider's JSON message object.")
+    ] = False,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+    allow_unverified: AllowUnverifiedOption = None,
+    sets: SetOption = None,
+    path: SearchPathOption = None,
+) -> None:
+    """Load the stack and pass it an LLM's output; print the DriverResponse."""
+    raw = sys.stdin.read() if text == "-" else text
+    output: str | dict[str, Any] = raw
+    if as_object:
+        from mcs_host._files import InputError, loads_json
+
+        try:
+            output = loads_json(raw, "--object")
+        except InputError as exc:
+            message = str(exc).removeprefix("--object: ")
+            raise typer.BadParameter(message, param_hint="--object") from None
+    settings = config_from_options(
+        config, registry, registry_key, threshold, allow_unverified, None, sets=sets
+    )
+    loaded = _loaded_or_exit(settings, path)
+    _respond(loaded.driver.process_llm_response(output))
+
+
+def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded:
+    loaded, report = _load(settings, (), path)
+    for refused in report.registry_errors:
+        typer.echo(f"registry refused: {refused}", err=True)
+    for finding in report.environment:
+        typer.echo(f"host installation (ignored, grants nothing): {finding}", err=True)
+    for record in report.records:
+        if record.status == "mounted":
+            typer.echo(f"mounted {record.label} ({record.trust})", err=True)
+        elif record.status in ("rejected", "failed"):
+            typer.echo(f"not mounted {record.label}: {record.reason}: {record.message}", err=True)
+    if loaded is None:
+        for error in report.errors:
+            typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1)
+    return loaded

@@ -1,0 +1,211 @@
+"""What the commands share: their options, reading the configuration, and failing with
+exit 2 and one line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from mcs_host.loading.config import HostConfig
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+SearchPathOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--path",
+        help="Search this directory instead of sys.path (repeatable).",
+        metavar="DIR",
+        file_okay=False,
+    ),
+]
+
+
+LabelsArgument = Annotated[
+    list[str] | None, typer.Argument(help="Driver labels (default: all).", show_default=False)
+]
+
+
+RegistryOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--registry",
+        help=(
+            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else ./registry.json, "
+            "else ~/.config/mcs-host/registry.json."
+        ),
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+
+
+RegistryKeyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--registry-key",
+        help="A public key (ed25519:...) that may sign the signed registries (repeatable).",
+        metavar="KEY",
+    ),
+]
+
+
+ThresholdOption = Annotated[
+    int | None,
+    typer.Option("--threshold", min=1, help="Signatures by distinct keys a signed registry needs."),
+]
+
+
+AllowUnverifiedOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-unverified/--no-allow-unverified",
+        help="Allow drivers no registry pins or signs (development only; each load warns). "
+        "Also MCS_HOST_ALLOW_UNVERIFIED=1.",
+        show_default=False,
+    ),
+]
+
+
+AllowExtensionsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-extensions/--no-allow-extensions",
+        help="Allow drivers that ship extension modules (not re-checked at import).",
+        show_default=False,
+    ),
+]
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Host config file. Default: $MCS_HOST_CONFIG, else ./mcs-host.toml, else "
+        "[tool.mcs-host] in ./pyproject.toml.",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+
+
+StrictOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--strict/--no-strict",
+        help="Any driver that does not mount is an error (exit 1).",
+        show_default=False,
+    ),
+]
+
+
+HealthcheckOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--healthcheck/--no-healthcheck",
+        help="Run healthcheck() of drivers that declare it; unhealthy ones are not mounted.",
+        show_default=False,
+    ),
+]
+
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="A constructor setting LABEL.KEY=VALUE (VALUE is JSON, else a string); repeatable.",
+        metavar="LABEL.KEY=VALUE",
+    ),
+]
+
+
+def config_from_options(
+    config: Path | None,
+    registry: Sequence[Path] | None,
+    registry_key: Sequence[str] | None,
+    threshold: int | None,
+    allow_unverified: bool | None,
+    allow_extensions: bool | None,
+    *,
+    strict: bool | None = None,
+    healthcheck: bool | None = None,
+    sets: Sequence[str] | None = None,
+) -> HostConfig:
+    """The host configuration: file and environment, then the command line's options."""
+    from mcs_host.loading.config import ConfigError, load_config, override_config
+
+    trust = {
+        key: value
+        for key, value in (
+            ("allow_unverified", allow_unverified),
+            ("allow_extensions", allow_extensions),
+        )
+        if value is not None
+    }
+    try:
+        loaded = load_config(
+            config,
+            registries=[os.fspath(p) for p in registry] if registry else None,
+            registry_keys=list(registry_key) if registry_key else None,
+            registry_threshold=threshold,
+            trust=trust,
+            strict=strict,
+            healthcheck=healthcheck,
+        )
+        for note in loaded.notes:
+            typer.echo(f"note: {note}", err=True)
+        if not sets:
+            return loaded
+        drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
+        for target, value in settings_from(sets, "LABEL.KEY=VALUE").items():
+            label, dot, key = target.partition(".")
+            if not (dot and label and key):
+                message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
+                raise typer.BadParameter(message, param_hint="--set")
+            drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
+        return override_config(loaded, drivers=drivers)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
+    """``--set`` items as settings: the value is JSON, else the text itself ("" when empty)."""
+    from mcs_host._files import InputError, loads_json
+
+    settings: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{item!r} is not {form}", param_hint="--set")
+        try:
+            settings[key] = loads_json(raw, key)
+        except InputError as exc:
+            if "nested" in str(exc):
+                raise typer.BadParameter(str(exc), param_hint="--set") from None
+            settings[key] = raw
+    return settings
+
+
+def parse_pairs(items: Sequence[str] | None, option: str) -> dict[str, str]:
+    parsed = {}
+    for item in items or ():
+        label, sep, value = item.partition("=")
+        if not sep or not label or not value:
+            raise typer.BadParameter(f"{item!r} is not LABEL=VALUE", param_hint=option)
+        parsed[label] = value
+    return parsed
+
+
+def parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
+    return parse_pairs(ids, "--id")
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)

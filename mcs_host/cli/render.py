@@ -1,0 +1,192 @@
+"""The load and verify reports as text tables and as JSON documents."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._listing import table
+
+if TYPE_CHECKING:
+    from mcs_host.loading.records import Loaded, LoadReport, VerifyRecord, VerifyReport
+
+
+def verify_json(report: VerifyReport) -> dict[str, Any]:
+    def record(r: VerifyRecord) -> dict[str, Any]:
+        v = r.verification
+        return {
+            "label": r.label,
+            "kind": r.kind,
+            "distribution": v.candidate.distribution,
+            "version": v.candidate.version,
+            "status": v.status,
+            "allowed": v.allowed,
+            "loadable": r.loadable,
+            "verified": r.verified,
+            "reason": v.reason,
+            "message": v.message,
+            "refusal": {"reason": r.refusal[0], "message": r.refusal[1]} if r.refusal else None,
+            "unverified": list(r.unverified),
+            "driver_id": v.driver_id,
+            "trust": v.trust_label,
+            "digest": v.digest,
+            "files": v.scan.digest.files if v.scan and v.scan.digest else None,
+            "bytes": v.scan.digest.bytes if v.scan and v.scan.digest else None,
+            "signers": list(v.signers),
+            "findings": [
+                {"code": f.code, "path": f.path, "message": f.message}
+                for f in (v.scan.findings if v.scan else ())
+            ],
+            "extensions": list(v.scan.extensions) if v.scan else [],
+            "dependencies": [
+                {
+                    "distribution": d.distribution,
+                    "version": d.version,
+                    "required_by": d.required_by,
+                    "declared": d.declared,
+                    "status": d.status,
+                    "reason": d.reason,
+                    "message": d.message,
+                }
+                for d in r.dependencies
+            ],
+            "warnings": list(v.warnings),
+        }
+
+    return {
+        "ok": report.ok,
+        "registries": list(report.registries),
+        "registry_errors": [
+            {"reason": reason, "message": message} for reason, message in report.registry_errors
+        ],
+        "missing": list(report.missing),
+        "drivers": [record(r) for r in report.records if r.kind == "driver"],
+        "plugins": [record(r) for r in report.records if r.kind == "plugin"],
+        "environment": list(report.environment),
+        "startup": [{"path": path, "what": what} for path, what in report.startup],
+    }
+
+
+def verify_text(report: VerifyReport) -> str:
+    lines = [f"Registries: {', '.join(report.registries) if report.registries else 'none'}"]
+    lines += [f"  refused: {message}" for _, message in report.registry_errors]
+    lines.append("")
+    rows = []
+    for r in report.records:
+        v = r.verification
+        status = str(v.status)
+        if v.status not in ("revoked", "rejected") and not r.loadable:
+            status += " (refused)"
+        rows.append(
+            [
+                r.label,
+                r.kind,
+                v.candidate.distribution,
+                v.candidate.version,
+                status,
+                v.trust_label or "-",
+                (v.digest or "-")[:19],
+            ]
+        )
+    if rows:
+        headers = ["LABEL", "KIND", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"]
+        lines += table(headers, rows)
+        lines.append("")
+    for r in report.records:
+        v = r.verification
+        lines.append(f"{r.label}: {v.reason}: {v.message}")
+        lines += [f"{r.label}: WARNING: {w}" for w in v.warnings]
+        if r.refusal is not None:
+            lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
+        elif r.loadable:
+            lines += [f"{r.label}: UNVERIFIED CODE would run: {u}" for u in r.unverified]
+    lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
+    if report.environment:
+        lines.append("Host installation (ignored, grants nothing):")
+        lines += [f"  {finding}" for finding in report.environment]
+    if report.startup:
+        lines.append("Start-up code (the interpreter runs it before any host can act):")
+        lines += [f"  {path} {what}" for path, what in report.startup]
+    for kind, noun in (("driver", "drivers"), ("plugin", "host plugins")):
+        records = [r for r in report.records if r.kind == kind]
+        total = len(records) + (len(report.missing) if kind == "driver" else 0)
+        if kind == "plugin" and not records:
+            continue
+        loadable = sum(r.loadable for r in records)
+        verified = sum(r.verified for r in records)
+        lines.append(
+            f"{loadable} of {total} {noun} may be loaded; {verified} would run only verified code."
+        )
+    return "\n".join(lines)
+
+
+def report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
+    def record(r: Any) -> dict[str, Any]:
+        return {
+            "label": r.label,
+            "kind": r.kind,
+            "driver": r.driver,
+            "distribution": r.distribution,
+            "version": r.version,
+            "status": r.status,
+            "reason": r.reason,
+            "message": r.message,
+            "trust": r.trust,
+            "tools": list(r.tools),
+            "timings_ms": {k: round(v * 1000, 3) for k, v in r.timings.items()},
+            "warnings": list(r.warnings),
+            "traceback": r.traceback,
+            "health": r.health,
+        }
+
+    tools = []
+    if loaded is not None:
+        for tool in loaded.driver.list_tools():
+            label, own = loaded.driver.route(tool.name)
+            tools.append({"name": tool.name, "label": label, "tool": own})
+    return {
+        "ok": report.ok,
+        "errors": list(report.errors),
+        "registry_errors": list(report.registry_errors),
+        "drivers": [record(r) for r in report.records],
+        "plugins": [record(r) for r in report.plugins],
+        "tools": tools,
+        "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
+        "environment": list(report.environment),
+    }
+
+
+def report_text(report: LoadReport, loaded: Loaded | None) -> str:
+    lines = [f"  registry refused: {e}" for e in report.registry_errors]
+    rows = [
+        [
+            r.label,
+            r.driver or "-",
+            r.distribution or "-",
+            r.version or "-",
+            r.status,
+            r.trust or "-",
+            str(len(r.tools)) if r.status == "mounted" else "-",
+            f"{sum(r.timings.values()) * 1000:.1f} ms" if r.timings else "-",
+        ]
+        for r in (*report.records, *report.plugins)
+    ]
+    if rows:
+        headers = ["LABEL", "DRIVER", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "TOOLS", "TIME"]
+        lines += table(headers, rows)
+        lines.append("")
+    for r in (*report.records, *report.plugins):
+        if r.status != "mounted":
+            lines.append(f"{r.label}: {r.reason}: {r.message}")
+        lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
+    tools = loaded.driver.list_tools() if loaded is not None else []
+    if loaded is not None and tools:
+        lines.append("Tools:")
+        for tool in tools:
+            label, own = loaded.driver.route(tool.name)
+            lines.append(f"  {tool.name}  ({label}: {own})")
+    lines += [f"host installation (ignored, grants nothing): {e}" for e in report.environment]
+    lines += [f"error: {e}" for e in report.errors]
+    mounted = len(report.mounted)
+    total = report.timings.get("total", 0.0) * 1000
+    lines.append(f"{mounted} of {len(report.records)} drivers mounted in {total:.0f} ms.")
+    return "\n".join(lines)

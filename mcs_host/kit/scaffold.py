@@ -1,0 +1,179 @@
+"""``mcs-host new``: a driver distribution to start from, ready to test, build and sign."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+
+from mcs_host._version import __version__
+from mcs_host.contract import MANIFEST_FILE
+
+__all__ = ["new_driver"]
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*$")
+
+PYPROJECT = """\
+[build-system]
+# pinned: the wheel's WHEEL file names the backend's version, and the digest covers it
+requires = ["flit_core==4.2.0"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "{name}"
+version = "0.1.0"
+description = "An MCS driver: {title}."
+readme = "README.md"
+requires-python = ">=3.11"
+dependencies = ["mcs-host>={host_minor},<{host_next}", "pydantic>=2.7,<3"]
+
+[project.optional-dependencies]
+test = ["pytest>=8"]
+
+[project.entry-points."mcs.drivers"]
+{label} = "{package}:{cls}"
+
+[tool.pytest.ini_options]
+pythonpath = ["."]
+"""
+
+DRIVER = '''\
+"""{title}: an MCS ToolDriver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcs_host import MCSToolDriver, Tool, UnknownToolError
+from mcs_host.kit import manifest_meta, parse_arguments, tool_from_model
+
+
+class GreetArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="Whom to greet.")
+    excited: bool = Field(False, description="End with an exclamation mark.")
+
+
+TOOLS = {{
+    "greet": (GreetArgs, tool_from_model("greet", GreetArgs, description="Greet someone.")),
+}}
+
+
+class {cls}(MCSToolDriver):
+    """{title}."""
+
+    meta = manifest_meta(__package__, "{cls}")
+
+    def __init__(self, greeting: str = "Hello") -> None:
+        self.greeting = greeting
+
+    def list_tools(self) -> list[Tool]:
+        return [tool for _, tool in TOOLS.values()]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        if tool_name not in TOOLS:
+            raise UnknownToolError(tool_name, TOOLS)
+        model, _ = TOOLS[tool_name]
+        args = parse_arguments(tool_name, model, arguments)
+        return f"{{self.greeting}}, {{args.name}}{{'!' if args.excited else '.'}}"
+'''
+
+TESTS = '''\
+"""Tests of {cls}: the MCS contract (the mcs_conformance fixture of mcs-host) and its tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcs_host import ToolArgumentError
+from {package} import {cls}
+
+
+def test_it_keeps_the_mcs_contract(mcs_conformance: Any) -> None:
+    mcs_conformance({cls})
+
+
+def test_greet() -> None:
+    driver = {cls}(greeting="Hi")
+    assert driver.execute_tool("greet", {{"name": "Ann", "excited": True}}) == "Hi, Ann!"
+    with pytest.raises(ToolArgumentError, match="argument 'name'"):
+        driver.execute_tool("greet", {{}})
+'''
+
+README = """\
+# {name}
+
+{title}: an MCS driver for [mcs-host](https://pypi.org/project/mcs-host/).
+
+    pip install -e '.[test]' && pytest      # the contract and the tools
+    mcs-host check .                        # the contract, from the command line
+    python -m build --wheel                 # or any PEP 517 builder
+    mcs-host sign dist/*.whl --key KEYFILE  # a publisher signature over the release
+"""
+
+
+def new_driver(
+    name: str,
+    directory: str | Path = ".",
+    *,
+    label: str | None = None,
+    publisher: str = "Your name",
+    repository: str | None = None,
+) -> Path:
+    """Write a new driver distribution ``name`` under ``directory``; returns its path."""
+    if not _NAME.match(name):
+        raise ValueError(f"{name!r} is not a distribution name: use letters, digits, '-' and '_'")
+    root = Path(directory) / name
+    if root.exists():
+        raise FileExistsError(f"{root} exists; choose another name or directory")
+    package = re.sub(r"[-.]+", "_", name).lower()
+    cls = "".join(part.capitalize() for part in re.split(r"[-_]+", name)) + "ToolDriver"
+    label = label or package.replace("_", "-")
+    title = name.replace("-", " ").replace("_", " ").capitalize()
+    major, minor = (int(x) for x in __version__.split(".")[:2])
+    host_next = f"{major + 1}" if major else f"0.{minor + 1}"
+    trust: dict[str, str] = {"publisher": publisher}
+    if repository:
+        trust["source_repository"] = repository
+    manifest = {
+        "format": "mcs-driver-manifest/1",
+        "drivers": {
+            cls: {
+                "id": str(uuid.uuid4()),
+                "name": title,
+                "version": "0.1.0",
+                "bindings": [
+                    {"capability": "greeting", "adapter": "*", "spec_format": "JSON-Schema"}
+                ],
+                "target_llms": None,
+                "capabilities": [],
+                "trust": trust,
+            }
+        },
+    }
+    values = {
+        "name": name,
+        "package": package,
+        "cls": cls,
+        "label": label,
+        "title": title,
+        "host_minor": f"{major}.{minor}",
+        "host_next": host_next,
+    }
+    files = {
+        "pyproject.toml": PYPROJECT.format(**values),
+        "README.md": README.format(**values),
+        f"{package}/__init__.py": DRIVER.format(**values),
+        f"{package}/{MANIFEST_FILE}": json.dumps(manifest, indent=2) + "\n",
+        f"tests/test_{package}.py": TESTS.format(**values),
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root

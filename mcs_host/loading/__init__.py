@@ -1,0 +1,1 @@
+"""Loading: turn a configuration and the installed drivers into one mounted orchestrator."""

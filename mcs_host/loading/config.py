@@ -1,0 +1,454 @@
+"""Configuration: a TOML file, environment variables, then explicit options, in that order.
+
+The file is ``mcs-host.toml``, or the ``[tool.mcs-host]`` table of a ``pyproject.toml``; it is
+found from ``--config``, else ``MCS_HOST_CONFIG``, else the current directory. A file found in
+the current directory is the project's, not the user's: whoever can write there must not
+choose the registries and keys or relax the trust policy, so those settings are ignored (and
+the ignoring reported in :attr:`HostConfig.notes`) unless the user named the file or approved
+the directory with :func:`approve_directory` (``mcs-host allow``), which records the files'
+sha256: an approval lapses when they change. Every setting is validated; an error names the
+file and the key, or the environment variable.
+
+One module: every source of a setting (file, project approval, environment, options) merges
+into one :class:`HostConfig`, and the order of that merge is the rule; apart, the order would
+be hidden.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mcs_host._files import CONFIG_LIMIT, STATE_LIMIT, InputError, loads_json, read_bytes
+from mcs_host.trust.registry import (
+    RegistryError,
+    RegistrySource,
+    TrustIndex,
+    default_registry_paths,
+    load_index,
+    state_directory,
+    write_atomic,
+)
+from mcs_host.trust.signatures import PublicKey
+
+__all__ = [
+    "PROJECT_FILES",
+    "ConfigError",
+    "DriverSettings",
+    "HostConfig",
+    "TrustSettings",
+    "approve_directory",
+    "load_config",
+    "override_config",
+    "revoke_directory",
+]
+
+PROJECT_FILES = ("mcs-host.toml", "pyproject.toml")
+"""The configuration files looked for in the current directory, in that order."""
+_TRUST_KEYS = ("registries", "registry_keys", "registry_threshold")
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; the message names where it came from and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TrustSettings(_Strict):
+    """What may be loaded besides pinned and signed drivers."""
+
+    allow_unverified: bool = Field(
+        default=False, description="Load drivers no registry pins or signs (development only)."
+    )
+    allow_extensions: bool = Field(
+        default=False, description="Load drivers that ship extension modules."
+    )
+    dependencies: Literal["report", "refuse"] = Field(
+        default="report",
+        description="Unverified dependencies and imports: reported as warnings, or refused "
+        "(strict mode refuses them too).",
+    )
+
+
+class DriverSettings(_Strict):
+    """How one mount is made: ``[drivers.<label>]``."""
+
+    driver: str | None = Field(
+        default=None,
+        description="The installed driver's label to instantiate (default: this table's name). "
+        "Several tables naming one driver mount it several times.",
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments for the driver's constructor."
+    )
+    enabled: bool = Field(default=True, description="Set false to leave this mount out.")
+    autostart: bool = Field(
+        default=False, description="Call the driver's autostart() before mounting it."
+    )
+    autostart_settings: dict[str, Any] = Field(
+        default_factory=dict, description="The argument passed to autostart()."
+    )
+    capabilities: tuple[str, ...] = Field(
+        default=(), description="Capabilities this driver must have to be mounted."
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="Seconds its constructor, list_tools and healthcheck get."
+    )
+
+
+class HostConfig(_Strict):
+    """Everything the host needs to know to load drivers."""
+
+    registries: tuple[str, ...] | None = Field(
+        default=None,
+        description="Registry files; relative paths are relative to the config file. "
+        "Unset: the default registries.",
+    )
+    registry_keys: tuple[str, ...] = Field(
+        default=(), description="Public keys (ed25519:...) that may sign signed registries."
+    )
+    registry_threshold: int = Field(
+        default=1, ge=1, description="Signatures by distinct keys a signed registry needs."
+    )
+    trust: TrustSettings = Field(default_factory=TrustSettings)
+    allow: tuple[str, ...] = Field(
+        default=(), description="Only these labels or distributions load (empty: all)."
+    )
+    deny: tuple[str, ...] = Field(
+        default=(), description="These labels or distributions never load; deny beats allow."
+    )
+    require: dict[str, str] = Field(
+        default_factory=dict,
+        description='Labels that must mount, with a version specifier ("" for any): '
+        "one missing or incompatible is an error.",
+    )
+    require_capabilities: tuple[str, ...] = Field(
+        default=(), description="Capabilities every mounted driver must have."
+    )
+    drivers: dict[str, DriverSettings] = Field(default_factory=dict, description="Mounts by label.")
+    autoload: bool = Field(
+        default=True,
+        description="Mount every installed driver; false: only those in [drivers] and those "
+        "added in-process.",
+    )
+    plugins: bool = Field(default=True, description="Load host plugins from entry points.")
+    strict: bool = Field(default=False, description="Any driver that does not mount is an error.")
+    healthcheck: bool = Field(
+        default=False, description="Run healthcheck() of drivers that declare it before mounting."
+    )
+    timeout: float = Field(
+        default=10.0, gt=0, description="Default seconds for constructor, list_tools, healthcheck."
+    )
+    call_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds each tool call may take (unset: no limit)."
+    )
+    prompts: str | None = Field(
+        default=None,
+        description="A prompts file overriding the default prompt texts; relative to the "
+        "config file.",
+    )
+    namespace: Literal["on-collision", "always"] = Field(
+        default="on-collision",
+        description="Prefix tool names with their label only when names collide, or always.",
+    )
+    source: str | None = Field(default=None, exclude=True, description="Where this was read.")
+    notes: tuple[str, ...] = Field(
+        default=(),
+        exclude=True,
+        description="What the configuration ignored and why (project settings that may not "
+        "choose registries or relax trust, a registry.json nobody named).",
+    )
+
+    @field_validator("registry_keys")
+    @classmethod
+    def _keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for key in value:
+            PublicKey.parse(key)
+        return value
+
+    @field_validator("require")
+    @classmethod
+    def _specifiers(cls, value: dict[str, str]) -> dict[str, str]:
+        for label, specifier in value.items():
+            try:
+                SpecifierSet(specifier)
+            except InvalidSpecifier:
+                raise ValueError(f"{label}: {specifier!r} is not a version specifier") from None
+        return value
+
+    def trust_index(self) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
+        """Load the registries this configuration names (or the default ones) and merge them:
+        the index, the errors of the registries left out, and the paths used."""
+        paths = list(self.registries) if self.registries is not None else default_registry_paths()
+        keys = tuple(PublicKey.parse(key) for key in self.registry_keys)
+        sources = [RegistrySource(path, keys, self.registry_threshold) for path in paths]
+        index, errors = load_index(sources)
+        return index, errors, paths
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> HostConfig:
+    """The host configuration: the file, then ``MCS_HOST_*`` variables, then ``overrides``
+    (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
+    env = os.environ if environ is None else environ
+    data, source, notes = _read_file(path, env)
+    if source is not None:
+        base = os.path.dirname(os.path.abspath(source))
+        if isinstance(data.get("registries"), list):
+            data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
+        if isinstance(data.get("prompts"), str):
+            data["prompts"] = os.path.join(base, data["prompts"])
+    merged = _overridden(_overridden(data, _from_environment(env)), overrides)
+    if merged.get("registries") is None and os.path.isfile("registry.json"):
+        notes.append(
+            f"{os.path.abspath('registry.json')} is not used: a registry in the working "
+            "directory is never picked up by itself; name it with --registry registry.json"
+        )
+    return _validated(merged, source, tuple(notes))
+
+
+def override_config(config: HostConfig, **overrides: Any) -> HostConfig:
+    """``config`` with ``overrides`` applied and checked as :func:`load_config` applies them
+    (``None`` leaves a setting as it is; ``trust`` merges). Raises :class:`ConfigError`."""
+    return _validated(_overridden(config.model_dump(), overrides), config.source, config.notes)
+
+
+def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the settings of ``overrides`` that are not ``None``; ``trust`` merges
+    (a ``trust`` that is not a table is kept, for validation to name it)."""
+    merged = {**data, **{k: v for k, v in overrides.items() if v is not None and k != "trust"}}
+    trust, more = data.get("trust"), overrides.get("trust")
+    if more and (trust is None or isinstance(trust, Mapping)):
+        merged["trust"] = {**(trust or {}), **more}
+    return merged
+
+
+def _validated(
+    data: Mapping[str, Any], source: str | None, notes: tuple[str, ...] = ()
+) -> HostConfig:
+    try:
+        return HostConfig.model_validate({**data, "source": source, "notes": notes})
+    except ValidationError as exc:
+        where = source or "the host configuration"
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"{where}: {problems}") from None
+
+
+def _read_file(
+    path: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> tuple[dict[str, Any], str | None, list[str]]:
+    """The settings, the file they come from, and notes on what was ignored."""
+    explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
+    if explicit is not None:
+        return _parse(explicit, required=True), explicit, []
+    for candidate in PROJECT_FILES:
+        if os.path.isfile(candidate):
+            data = _parse(candidate, required=False)
+            if data or candidate == "mcs-host.toml":
+                source = os.path.abspath(candidate)
+                return _project_settings(data, source), source, _project_notes(data, source)
+    return {}, None, []
+
+
+def _project_settings(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` from a project file, without the trust settings it may not make unless the
+    directory is approved."""
+    if _approval_problem(os.path.dirname(source)) is None:
+        return data
+    kept = {k: v for k, v in data.items() if k not in _TRUST_KEYS}
+    trust = data.get("trust")
+    if isinstance(trust, Mapping):
+        kept["trust"] = {k: v for k, v in trust.items() if not _relaxes(k, v)}
+    return kept
+
+
+def _project_notes(data: dict[str, Any], source: str) -> list[str]:
+    problem = _approval_problem(os.path.dirname(source))
+    if problem is None:
+        return []
+    ignored = [key for key in _TRUST_KEYS if key in data]
+    trust = data.get("trust")
+    if isinstance(trust, Mapping):
+        ignored += [f"trust.{k}" for k, v in trust.items() if _relaxes(k, v)]
+    if not ignored:
+        return []
+    directory = os.path.dirname(source)
+    return [
+        f"{source}: ignored {', '.join(ignored)}: a configuration found in the working "
+        f"directory may not choose registries or relax the trust policy ({problem}); to use "
+        f"it, run `mcs-host allow {directory}` or pass --config {source}"
+    ]
+
+
+def _relaxes(key: str, value: object) -> bool:
+    """Whether ``trust.<key> = value`` lets more load than the defaults do."""
+    if key in ("allow_unverified", "allow_extensions"):
+        return value is not False
+    if key == "dependencies":
+        return value != "refuse"
+    return True  # an unknown key: validation names it, but it is not kept from a project
+
+
+def _parse(path: str, *, required: bool) -> dict[str, Any]:
+    try:
+        data = read_bytes(path, "configuration file", CONFIG_LIMIT)
+        document = tomllib.loads(data.decode("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a configuration") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if os.path.basename(path) == "pyproject.toml":
+        tool = document.get("tool", {})
+        table = tool.get("mcs-host") if isinstance(tool, dict) else None
+        if table is None and required:
+            raise ConfigError(f"{path}: has no [tool.mcs-host] table")
+        if table is not None and not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.mcs-host] is not a table")
+        return dict(table or {})
+    return document
+
+
+# -- approvals: the user's consent to a directory's project configuration --------------------
+
+
+def _approvals_path() -> str:
+    return os.path.join(state_directory(), "approved-directories.json")
+
+
+def _project_hashes(directory: str) -> dict[str, str]:
+    """The sha256 of each project configuration file in ``directory``."""
+    found = {}
+    for name in PROJECT_FILES:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            try:
+                data = read_bytes(path, name, CONFIG_LIMIT)
+            except (OSError, InputError) as exc:
+                raise ConfigError(str(exc)) from None
+            found[name] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _read_approvals() -> dict[str, dict[str, str]]:
+    path = _approvals_path()
+    try:
+        document = loads_json(read_bytes(path, "the approvals", STATE_LIMIT), path)
+    except FileNotFoundError:
+        return {}
+    except (OSError, InputError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the approved directories: {exc}") from None
+    directories = document.get("directories") if isinstance(document, dict) else None
+    if not isinstance(directories, dict) or not all(
+        isinstance(files, dict) and all(isinstance(h, str) for h in files.values())
+        for files in directories.values()
+    ):
+        raise ConfigError(
+            f'{path}: is not {{"directories": {{<directory>: {{<file>: <sha256>}}}}}}; move '
+            "it away and approve the directories again"
+        )
+    return {str(k): dict(v) for k, v in directories.items()}
+
+
+def _approval_problem(directory: str) -> str | None:
+    """Why ``directory``'s project configuration is not approved, or ``None`` if it is."""
+    real = os.path.realpath(directory)
+    approved = _read_approvals().get(real)
+    if approved is None:
+        return "the directory is not approved"
+    if approved != _project_hashes(real):
+        return "its files changed since the directory was approved"
+    return None
+
+
+def approve_directory(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """Approve ``directory``'s project configuration files as they are now: their settings
+    are then used whole. Returns the files approved (name -> sha256); raises
+    :class:`ConfigError` when there is none."""
+    real = os.path.realpath(os.fspath(directory))
+    hashes = _project_hashes(real)
+    if not hashes:
+        raise ConfigError(f"{real}: has no {' or '.join(PROJECT_FILES)} to approve")
+    approvals = _read_approvals()
+    approvals[real] = hashes
+    _write_approvals(approvals)
+    return hashes
+
+
+def revoke_directory(directory: str | os.PathLike[str]) -> bool:
+    """Withdraw the approval of ``directory``; whether there was one."""
+    real = os.path.realpath(os.fspath(directory))
+    approvals = _read_approvals()
+    if approvals.pop(real, None) is None:
+        return False
+    _write_approvals(approvals)
+    return True
+
+
+def _write_approvals(approvals: dict[str, dict[str, str]]) -> None:
+    text = json.dumps({"directories": approvals}, indent=2, sort_keys=True) + "\n"
+    try:
+        write_atomic(_approvals_path(), text)
+    except OSError as exc:
+        raise ConfigError(f"{_approvals_path()}: cannot record the approval: {exc}") from None
+
+
+def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    trust: dict[str, bool] = {}
+    for variable, key in (
+        ("MCS_HOST_ALLOW_UNVERIFIED", "allow_unverified"),
+        ("MCS_HOST_ALLOW_EXTENSIONS", "allow_extensions"),
+    ):
+        if variable in env:
+            trust[key] = _flag(env, variable)
+    if trust:
+        data["trust"] = trust
+    for variable, key in (("MCS_HOST_STRICT", "strict"), ("MCS_HOST_HEALTHCHECK", "healthcheck")):
+        if variable in env:
+            data[key] = _flag(env, variable)
+    if env.get("MCS_HOST_REGISTRY"):
+        data["registries"] = [p for p in env["MCS_HOST_REGISTRY"].split(os.pathsep) if p]
+    if env.get("MCS_HOST_REGISTRY_KEYS"):
+        data["registry_keys"] = env["MCS_HOST_REGISTRY_KEYS"].replace(",", " ").split()
+    if env.get("MCS_HOST_REGISTRY_THRESHOLD"):
+        value = env["MCS_HOST_REGISTRY_THRESHOLD"].strip()
+        if not value.isdigit():
+            raise ConfigError(f"MCS_HOST_REGISTRY_THRESHOLD={value!r}: give a whole number")
+        data["registry_threshold"] = int(value)
+    for variable, key in (("MCS_HOST_ALLOW", "allow"), ("MCS_HOST_DENY", "deny")):
+        if variable in env:
+            data[key] = [item.strip() for item in env[variable].split(",") if item.strip()]
+    return data
+
+
+def _flag(env: Mapping[str, str], variable: str) -> bool:
+    value = env[variable].strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{variable}={env[variable]!r}: use 1/0, true/false, yes/no or on/off")

@@ -1,0 +1,326 @@
+"""The host: discover, verify, check, import and mount drivers, recording every step.
+
+:meth:`Host.load` runs the pipeline: registries -> host plugins -> discovery -> plan -> for
+each mount the stages of :mod:`mcs_host.loading.stages` -> the orchestrator -> the report.
+Each planned mount gets a :class:`LoadRecord` (mounted, skipped, rejected or failed, with a
+reason code, a message and per-stage timings). A driver that fails to import, raises or hangs
+in its constructor or ``list_tools``, or returns invalid tools is recorded and left out; every
+other driver still mounts. Strict mode turns any rejection or failure into an error, as does a
+required driver that does not mount. Drivers not asked for are never verified nor imported.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from mcs_host.contract import Tool
+from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
+from mcs_host.orchestration.orchestrator import Orchestrator
+from mcs_host.trust import _origins
+from mcs_host.trust.verification import Verification
+
+from . import stages
+from .config import DriverSettings, HostConfig, load_config, override_config
+from .hooks import plugin_manager
+from .planning import plan_mounts, skip_reason
+from .plugins import ask_consent, audit_call, load_plugins, plugin_errors, report_loaded
+from .records import Loaded, LoadError, LoadRecord, LoadReport, Plan, Refused, VerifyReport
+from .verify import installed_drivers, verify_installed
+
+__all__ = ["Host", "load_drivers"]
+
+
+class Host:
+    """Loads drivers as its configuration says; add in-process drivers and plugins first."""
+
+    __slots__ = ("_in_process", "_plugins", "config", "search_path")
+
+    def __init__(
+        self, config: HostConfig | None = None, *, search_path: Sequence[str] | None = None
+    ) -> None:
+        self.config = config if config is not None else HostConfig()
+        self.search_path = search_path
+        self._in_process: dict[str, tuple[object, DriverSettings]] = {}
+        self._plugins: list[tuple[object, str]] = []
+
+    def add_driver(
+        self,
+        label: str,
+        driver: object,
+        settings: Mapping[str, Any] | DriverSettings | None = None,
+    ) -> None:
+        """Mount ``driver`` (an instance, a class or a factory) under ``label``, unverified:
+        the application vouches for its own objects. ``settings`` are the constructor's
+        keywords, or a whole :class:`DriverSettings` (autostart, capabilities, timeout)."""
+        if label in self._in_process:
+            raise ValueError(f"a driver is already added as {label!r}")
+        if not is_valid_label(label):
+            raise ValueError(f"the label {label!r} is not {LABEL_RULE}")
+        if not isinstance(settings, DriverSettings):
+            settings = DriverSettings(settings=dict(settings or {}))
+        self._in_process[label] = (driver, settings)
+
+    def add_plugin(self, plugin: object, name: str | None = None) -> None:
+        """Register a host plugin object (a module or an instance with hook functions)."""
+        self._plugins.append(
+            (plugin, str(name or getattr(plugin, "__name__", type(plugin).__name__)))
+        )
+
+    def load(self, labels: Sequence[str] = ()) -> Loaded:
+        """Run the pipeline for every planned mount, or only for ``labels``.
+
+        Raises :class:`LoadError` when the report has errors (strict mode, required drivers,
+        requested labels that do not exist).
+        """
+        return _load(self, tuple(labels))
+
+    def verify(self, labels: Sequence[str] = ()) -> VerifyReport:
+        """Decide, without importing anything, what :meth:`load` would run for the installed
+        drivers and host plugins (or only ``labels``): each one's verification, and its
+        dependencies judged by the same policy."""
+        return verify_installed(self.config, self.search_path, tuple(labels))
+
+
+def load_drivers(
+    config: HostConfig | str | Path | None = None,
+    labels: Sequence[str] = (),
+    *,
+    search_path: Sequence[str] | None = None,
+    **options: Any,
+) -> Loaded:
+    """Load the drivers and return ``Loaded(driver, report)``, where ``driver`` is the stacked
+    orchestrator, one ``MCSDriver``.
+
+    ``config`` is a :class:`HostConfig` or a config file path (default: found as
+    :func:`~mcs_host.config.load_config` says); ``options`` override its settings by name.
+    """
+    if isinstance(config, HostConfig):
+        host_config = override_config(config, **options) if options else config
+    else:
+        host_config = load_config(config, **options)
+    return Host(host_config, search_path=search_path).load(labels)
+
+
+def _load(host: Host, labels: tuple[str, ...]) -> Loaded:
+    """One run of the pipeline."""
+    config = host.config
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    with _timed(timings, "registries"):
+        index, registry_errors, _ = config.trust_index()
+    ctx = stages.context(config, index, plugin_manager(), host.search_path or sys.path)
+    with _timed(timings, "plugins"):
+        plugins = load_plugins(ctx, host._plugins, host.search_path)
+    with _timed(timings, "discover"):
+        found = installed_drivers(config, index, host.search_path)
+    plans, records = plan_mounts(config, found, host._in_process)
+    orchestrator = Orchestrator(
+        namespace=config.namespace,
+        on_unknown="fail",
+        consent=partial(ask_consent, ctx.manager),
+        audit=partial(audit_call, ctx.manager),
+        call_timeout=config.call_timeout,
+        prompts=config.prompts,
+    )
+    for plan in plans:
+        record, driver, tools = _mount(ctx, plan, found, labels)
+        if record.status == "mounted":
+            try:  # tools listed twice, a schema that cannot be checked
+                orchestrator.mount(plan.label, driver, tools)
+            except (ValueError, TypeError) as exc:
+                record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
+        records.append(record)
+    errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
+    timings["total"] = time.perf_counter() - started
+    report = LoadReport(
+        tuple(records),
+        plugins,
+        tuple(errors),
+        tuple(str(e) for e in registry_errors),
+        timings,
+        _origins.host_install().findings,
+    )
+    report_loaded(ctx.manager, report)
+    if report.errors:
+        raise LoadError(report)
+    return Loaded(orchestrator, report)
+
+
+def _mount(
+    ctx: stages.Context, plan: Plan, found: Discovery, labels: tuple[str, ...]
+) -> tuple[LoadRecord, object, tuple[Tool, ...] | None]:
+    """Run the stages for one mount: its record, and the driver and tools when mounted."""
+    candidates = found.get(plan.driver) if plan.driver is not None else ()
+    candidate = candidates[0] if len(candidates) == 1 else None
+    record = LoadRecord(
+        plan.label,
+        "failed",
+        "",
+        "",
+        plan.driver,
+        candidate.distribution if candidate else None,
+        candidate.version if candidate else None,
+        trust="in-process" if plan.obj is not None else None,
+    )
+    if not is_valid_label(plan.label):
+        message = f"the label {plan.label!r} is not {LABEL_RULE}"
+        return replace(record, reason="invalid-label", message=message), None, None
+    skipped = skip_reason(ctx.config, labels, plan, candidate)
+    if skipped is not None:
+        skip = replace(record, status="skipped", reason=skipped[0], message=skipped[1])
+        return skip, None, None
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+    mark = ctx.gate.mark()
+    own = candidate.distribution if candidate is not None else ""
+    try:
+        obj, verification = _obtain(ctx, plan, candidates, found, timings, notes)
+        if verification is not None:
+            record = replace(record, trust=verification.status)
+        driver, tools, health = _activate(
+            ctx, plan, obj, record.version, verification, timings, notes
+        )
+        if verification is not None:
+            gate_notes, refused = stages.gate_findings(ctx, mark, own)
+            notes += gate_notes
+            if refused is not None and ctx.refuse_unverified:
+                raise Refused("rejected", "import-refused", refused)
+    except Refused as refusal:
+        notes += refusal.notes
+        if refusal.reason != "import-refused":
+            notes += stages.gate_findings(ctx, mark, own)[0]
+        refused_record = replace(
+            record,
+            status=refusal.status,
+            reason=refusal.reason,
+            message=refusal.message,
+            timings=timings,
+            traceback=refusal.trace,
+            warnings=tuple(dict.fromkeys(notes)),
+        )
+        return refused_record, None, None
+    except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
+        message = f"loading it raised {stages.summary(exc)}"
+        failed = replace(
+            record,
+            reason="host-error",
+            message=message,
+            traceback=stages.trace(exc),
+            timings=timings,
+            warnings=tuple(dict.fromkeys(notes)),
+        )
+        return failed, None, None
+    message = f"{len(tools)} tools" if tools is not None else "chained as a standalone driver"
+    mounted = replace(
+        record,
+        status="mounted",
+        reason="mounted",
+        message=message,
+        tools=tuple(t.name for t in tools or ()),
+        timings=timings,
+        warnings=tuple(dict.fromkeys(notes)),
+        health=health,
+    )
+    return mounted, driver, tools
+
+
+def _obtain(
+    ctx: stages.Context,
+    plan: Plan,
+    candidates: tuple[Candidate, ...],
+    found: Discovery,
+    timings: dict[str, float],
+    notes: list[str],
+) -> tuple[object, Verification | None]:
+    """The object to mount: the in-process one, or the installed driver's entry point object
+    once it is verified, compatible, its dependencies admitted, and imported."""
+    if plan.obj is not None:
+        return plan.obj, None
+    candidate = _only_candidate(plan, candidates)
+    with _timed(timings, "verify"):
+        verification = stages.verify(ctx, candidate, found)
+    notes += verification.warnings
+    with _timed(timings, "check"):
+        stages.check_compatibility(ctx, plan.label, candidate)
+    with _timed(timings, "dependencies"):
+        notes += stages.admit_dependencies(ctx, candidate, verification)
+    with _timed(timings, "import"):
+        return stages.import_verified(verification), verification
+
+
+def _activate(
+    ctx: stages.Context,
+    plan: Plan,
+    obj: object,
+    version: str | None,
+    verification: Verification | None,
+    timings: dict[str, float],
+    notes: list[str],
+) -> tuple[object, tuple[Tool, ...] | None, Any]:
+    """The driver made from ``obj``, checked, started, healthy, and its tools."""
+    timeout = plan.settings.timeout or ctx.config.timeout
+    with _timed(timings, "instantiate"):
+        driver = stages.instantiate(obj, plan.settings, timeout)
+    with _timed(timings, "check"):
+        meta, meta_notes = stages.check_meta(ctx, plan, driver, version, verification)
+    notes += meta_notes
+    if plan.settings.autostart:
+        with _timed(timings, "autostart"):
+            stages.autostart(driver, plan.settings, timeout)
+    health = None
+    if ctx.config.healthcheck and "healthcheck" in meta.capabilities:
+        with _timed(timings, "healthcheck"):
+            health = stages.probe_health(driver, timeout)
+    with _timed(timings, "list_tools"):
+        tools = stages.list_tools(driver, meta, timeout, health)
+    return driver, tools, health
+
+
+def _only_candidate(plan: Plan, candidates: tuple[Candidate, ...]) -> Candidate:
+    if not candidates:
+        raise Refused(
+            "failed", "not-installed", f"no installed driver has the label {plan.driver!r}"
+        )
+    if len(candidates) > 1:
+        names = " and ".join(c.distribution for c in candidates)
+        raise Refused("rejected", "label-conflict", f"label {plan.driver!r} is claimed by {names}")
+    return candidates[0]
+
+
+def _errors(config: HostConfig, labels: Sequence[str], records: Sequence[LoadRecord]) -> list[str]:
+    """The load's fatal errors: labels asked for that no driver has, required drivers that
+    did not mount, and (in strict mode) every rejection and failure."""
+    errors: list[str] = []
+    by_label = {r.label: r for r in records}
+    for label in labels:
+        if label not in by_label:
+            errors.append(f"{label}: no driver has this label (installed or configured)")
+    for label, specifier in config.require.items():
+        record = by_label.get(label)
+        wanted = f" {specifier}" if specifier else ""
+        if record is None:
+            errors.append(f"required driver {label}{wanted} is not installed")
+        elif record.status != "mounted" and record.reason not in ("not-requested",):
+            errors.append(
+                f"required driver {label}{wanted} did not mount: {record.reason}: {record.message}"
+            )
+    for record in records:
+        if config.strict and record.status in ("rejected", "failed"):
+            errors.append(f"{record.label}: {record.reason}: {record.message}")
+    return list(dict.fromkeys(errors))
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started

@@ -1,0 +1,173 @@
+"""Host plugins: registered in-process, or verified and imported like drivers from the
+``mcs.host_plugins`` entry point group; and the calls into their hooks during a load.
+
+A plugin gets the same digest, policy, dependency checks and import gate as a driver. One
+that is refused or fails gets a record and is left out; strict mode makes that an error.
+A hook that raises never undoes a load; a consent hook that raises denies the call.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import pluggy
+
+from mcs_host.discovery import PLUGIN_GROUP, Candidate, Discovery, discover
+from mcs_host.orchestration.calls import ToolCall
+from mcs_host.trust.importer import IntegrityError, import_driver
+from mcs_host.trust.verification import verify_candidate
+
+from . import stages
+from .hooks import PluginError, register_plugin
+from .records import LoadRecord, LoadReport, Refused
+
+__all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
+
+
+def load_plugins(
+    ctx: stages.Context,
+    in_process: Sequence[tuple[object, str]],
+    search_path: Sequence[str] | None,
+) -> tuple[LoadRecord, ...]:
+    """Register the in-process plugins, then (when the configuration enables plugins) the
+    installed ones; a record for each."""
+    records = [_in_process(ctx.manager, plugin, name) for plugin, name in in_process]
+    if not ctx.config.plugins:
+        return tuple(records)
+    found = discover(search_path, group=PLUGIN_GROUP, require_object=False)
+    for candidate in found.candidates:
+        try:
+            records.append(_installed(ctx, candidate, found))
+        except Exception as exc:  # anything unforeseen fails this plugin, never the load
+            records.append(
+                LoadRecord(
+                    candidate.label,
+                    "failed",
+                    "host-error",
+                    f"loading it raised {stages.summary(exc)}",
+                    candidate.label,
+                    candidate.distribution,
+                    candidate.version,
+                    kind="plugin",
+                    traceback=stages.trace(exc),
+                )
+            )
+    return tuple(records)
+
+
+def plugin_errors(ctx: stages.Context, plugins: Sequence[LoadRecord]) -> list[str]:
+    """In strict mode a host plugin that is refused or fails is an error, as a driver is."""
+    if not ctx.config.strict:
+        return []
+    return [
+        f"host plugin {r.label}: {r.reason}: {r.message}"
+        for r in plugins
+        if r.status in ("rejected", "failed")
+    ]
+
+
+def ask_consent(manager: pluggy.PluginManager, call: ToolCall) -> bool | str | ToolCall:
+    """Ask the plugins: any ``False`` or reason denies; an edited call replaces it."""
+    try:
+        answers = manager.hook.mcs_host_consent(call=call)
+    except Exception as exc:  # a consent check that breaks denies: fail closed
+        warnings.warn(
+            f"consent hook raised {exc!r}; the call is denied", RuntimeWarning, stacklevel=2
+        )
+        return False
+    for answer in answers:
+        if answer is False or isinstance(answer, str):
+            return answer
+    edited = [answer for answer in answers if isinstance(answer, ToolCall)]
+    return edited[-1] if edited else True
+
+
+def audit_call(
+    manager: pluggy.PluginManager, call: ToolCall, result: Any, error: BaseException | None
+) -> None:
+    """Tell the plugins about a call that ran."""
+    try:
+        manager.hook.mcs_host_after_tool_call(call=call, result=result, error=error)
+    except Exception as exc:
+        warnings.warn(f"audit hook raised {exc!r}", RuntimeWarning, stacklevel=2)
+
+
+def report_loaded(manager: pluggy.PluginManager, report: LoadReport) -> None:
+    """Give the plugins the load report."""
+    try:
+        manager.hook.mcs_host_loaded(report=report)
+    except Exception as exc:  # a plugin's report hook never undoes the load
+        warnings.warn(f"mcs_host_loaded hook raised {exc!r}", RuntimeWarning, stacklevel=3)
+
+
+def _in_process(manager: pluggy.PluginManager, plugin: object, name: str) -> LoadRecord:
+    try:
+        register_plugin(manager, plugin, name)
+    except PluginError as exc:
+        return LoadRecord(name, "failed", "invalid-plugin", str(exc), kind="plugin")
+    return LoadRecord(
+        name, "mounted", "mounted", "added in-process", trust="in-process", kind="plugin"
+    )
+
+
+def _installed(ctx: stages.Context, candidate: Candidate, found: Discovery) -> LoadRecord:
+    """Verify, check the dependencies of, import and register one installed plugin."""
+    base = LoadRecord(
+        candidate.label,
+        "failed",
+        "",
+        "",
+        candidate.label,
+        candidate.distribution,
+        candidate.version,
+        kind="plugin",
+    )
+    verification = verify_candidate(candidate, found, ctx.index, ctx.policy, ctx.scans)
+    base = replace(base, trust=verification.status)
+    if not verification.allowed:
+        return replace(
+            base, status="rejected", reason=verification.reason, message=verification.message
+        )
+    notes = list(verification.warnings)
+    mark = ctx.gate.mark()
+    try:
+        notes += stages.admit_dependencies(ctx, candidate, verification)
+        plugin = import_driver(verification)
+        if isinstance(plugin, type):
+            plugin = plugin()
+        found_notes, refused = stages.gate_findings(ctx, mark, candidate.distribution)
+        notes += found_notes
+        if refused is not None and ctx.refuse_unverified:
+            raise Refused("rejected", "import-refused", refused)
+        register_plugin(ctx.manager, plugin, candidate.label)
+    except Refused as refusal:
+        return replace(
+            base,
+            status=refusal.status,
+            reason=refusal.reason,
+            message=refusal.message,
+            warnings=tuple(dict.fromkeys(notes)),
+        )
+    except PluginError as exc:
+        return replace(base, reason="invalid-plugin", message=str(exc))
+    except IntegrityError as exc:
+        return replace(base, status="rejected", reason="integrity", message=str(exc))
+    except (Exception, SystemExit) as exc:
+        notes += stages.gate_findings(ctx, mark, candidate.distribution)[0]
+        return replace(
+            base,
+            reason="import-error",
+            message=stages.summary(exc),
+            traceback=stages.trace(exc),
+            warnings=tuple(dict.fromkeys(notes)),
+        )
+    return replace(
+        base,
+        status="mounted",
+        reason="mounted",
+        message=verification.message,
+        warnings=tuple(dict.fromkeys(notes)),
+    )

@@ -1,0 +1,189 @@
+"""The records the load pipeline hands on and reports: all frozen, built once.
+
+A :class:`Plan` says what to mount under a label; each stage of
+:mod:`mcs_host.loading.stages` takes records and returns one or raises :class:`Refused`;
+:class:`LoadRecord` says what happened to one mount and :class:`LoadReport` to the whole load.
+:class:`VerifyRecord` and :class:`VerifyReport` are what ``verify`` decides without importing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from mcs_host.orchestration.orchestrator import Orchestrator
+    from mcs_host.trust.dependencies import DependencyCheck
+    from mcs_host.trust.verification import Verification
+
+    from .config import DriverSettings
+
+__all__ = [
+    "LoadError",
+    "LoadRecord",
+    "LoadReport",
+    "Loaded",
+    "VerifyRecord",
+    "VerifyReport",
+]
+
+Status = Literal["mounted", "skipped", "rejected", "failed"]
+Kind = Literal["driver", "plugin"]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One mount to attempt: a label, the installed driver or in-process object behind it,
+    and its settings."""
+
+    label: str
+    driver: str | None
+    """The installed driver's label; ``None`` for an in-process object."""
+    settings: DriverSettings
+    obj: object | None = None
+
+
+class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadRecord
+    """A stage's decision that a mount does not go ahead: status, reason code and message."""
+
+    def __init__(
+        self,
+        status: Status,
+        reason: str,
+        message: str,
+        trace: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status: Status = status
+        self.reason = reason
+        self.message = message
+        self.trace = trace
+        self.notes = notes
+        """Warnings the stage gathered before it refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRecord:
+    """What happened to one mount (or host plugin)."""
+
+    label: str
+    """The label it is mounted under."""
+    status: Status
+    reason: str
+    """A code: ``mounted``, ``not-requested``, ``denied``, ``file-modified``,
+    ``incompatible-host``, ``constructor-error``, ``timeout``, ``invalid-tools``..."""
+    message: str
+    driver: str | None = None
+    """The installed driver's label it comes from; ``None`` for an in-process driver."""
+    distribution: str | None = None
+    version: str | None = None
+    trust: str | None = None
+    """``pinned``, ``signed``, ``unverified`` or ``in-process``, once verified."""
+    kind: Kind = "driver"
+    tools: tuple[str, ...] = ()
+    """The tools as this driver names them (the orchestrator may prefix them)."""
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Seconds per stage: verify, check, import, instantiate, healthcheck, list_tools."""
+    traceback: str | None = None
+    warnings: tuple[str, ...] = ()
+    health: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """The outcome of one load: a record per mount and per host plugin, and the errors."""
+
+    records: tuple[LoadRecord, ...]
+    plugins: tuple[LoadRecord, ...] = ()
+    errors: tuple[str, ...] = ()
+    """Fatal problems: strict failures, required drivers, requested labels not found."""
+    registry_errors: tuple[str, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Seconds for the shared stages: plugins, registries, discover, and the total."""
+    environment: tuple[str, ...] = ()
+    """What the host ignored about its own installation (a second or fake mcs-host
+    distribution, a requirement installed twice): it grants nothing."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def mounted(self) -> tuple[LoadRecord, ...]:
+        return tuple(r for r in self.records if r.status == "mounted")
+
+    def get(self, label: str) -> LoadRecord | None:
+        return next((r for r in self.records if r.label == label), None)
+
+
+class LoadError(Exception):
+    """Loading met an error the configuration makes fatal; ``report`` says everything."""
+
+    def __init__(self, report: LoadReport) -> None:
+        self.report = report
+        super().__init__("; ".join(report.errors))
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The stacked orchestrator and the load report; unpacks as ``driver, report``."""
+
+    driver: Orchestrator
+    report: LoadReport
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.driver, self.report))
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRecord:
+    """What ``load`` would do with one installed driver or host plugin, decided before
+    import."""
+
+    verification: Verification
+    kind: Kind = "driver"
+    dependencies: tuple[DependencyCheck, ...] = ()
+    refusal: tuple[str, str] | None = None
+    """``(reason, message)`` when it passed verification but load would still refuse it (a
+    dependency missing, refused or not allowed)."""
+    unverified: tuple[str, ...] = ()
+    """The unverified code load would run for it: the driver itself when the policy allows
+    it unverified, and its unverified dependencies."""
+
+    @property
+    def label(self) -> str:
+        return self.verification.label
+
+    @property
+    def loadable(self) -> bool:
+        """Whether load would import it."""
+        return self.verification.allowed and self.refusal is None
+
+    @property
+    def verified(self) -> bool:
+        """Whether load would import it and run only verified code (and the host's)."""
+        return self.loadable and not self.unverified
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The outcome of :meth:`~mcs_host.Host.verify`."""
+
+    records: tuple[VerifyRecord, ...]
+    missing: tuple[str, ...] = ()
+    """Labels asked for that no installed driver or plugin has."""
+    registries: tuple[str, ...] = ()
+    registry_errors: tuple[tuple[str, str], ...] = ()
+    """``(reason, message)`` of each registry left out."""
+    environment: tuple[str, ...] = ()
+    """What the host ignored about its own installation; it grants nothing."""
+    startup: tuple[tuple[str, str], ...] = ()
+    """``(path, what)``: code the interpreter runs at start-up, before any host can act."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether every driver asked for exists, may be loaded, and would run only verified
+        code."""
+        return not self.missing and all(r.verified for r in self.records)

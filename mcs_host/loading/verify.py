@@ -1,0 +1,109 @@
+"""``Host.verify``: what a load would run, decided from files alone, importing nothing.
+
+Each installed driver and host plugin that ``deny``/``allow`` admit is verified against the
+trust index, and its dependencies are judged by the same policy a load applies.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Literal
+
+from mcs_host.discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Discovery, declare, discover
+from mcs_host.trust import _origins
+from mcs_host.trust.dependencies import check_dependencies, judge_dependencies
+from mcs_host.trust.digest import TreeScan
+from mcs_host.trust.registry import TrustIndex
+from mcs_host.trust.verification import TrustPolicy, Verification, verify_candidate
+
+from .config import HostConfig
+from .planning import admitted, settle_conflicts
+from .records import VerifyRecord, VerifyReport
+
+__all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
+
+
+def installed_drivers(
+    config: HostConfig, index: TrustIndex, search_path: Sequence[str] | None
+) -> Discovery:
+    """The installed drivers, with the registry's declared entry points, and label conflicts
+    that ``deny``/``allow`` settle left out."""
+    found = declare(
+        discover(search_path),
+        (
+            (e.label, e.distribution, e.object)
+            for e in index.entries.values()
+            if e.group == ENTRY_POINT_GROUP
+        ),
+    )
+    return settle_conflicts(found, config)
+
+
+def verify_installed(
+    config: HostConfig, search_path: Sequence[str] | None, labels: Sequence[str]
+) -> VerifyReport:
+    """The verification of every installed driver and host plugin (or only ``labels``)."""
+    index, errors, paths = config.trust_index()
+    policy = TrustPolicy(
+        allow_unverified=config.trust.allow_unverified,
+        allow_extensions=config.trust.allow_extensions,
+    )
+    refuse = config.strict or config.trust.dependencies == "refuse"
+    search = list(search_path or sys.path)
+    groups: list[tuple[Literal["driver", "plugin"], Discovery]] = [
+        ("driver", installed_drivers(config, index, search_path))
+    ]
+    if config.plugins:
+        groups.append(("plugin", discover(search_path, group=PLUGIN_GROUP, require_object=False)))
+    scans: dict[str, TreeScan] = {}
+    records: list[VerifyRecord] = []
+    for kind, discovery in groups:
+        for candidate in discovery.candidates:
+            if labels and candidate.label not in labels:
+                continue
+            if not admitted(config, candidate.label, candidate.project):
+                continue  # load skips it: denied, or not allowed
+            verification = verify_candidate(candidate, discovery, index, policy, scans)
+            records.append(_record(kind, verification, index, policy, refuse, search, scans))
+    known = {r.label for r in records}
+    return VerifyReport(
+        tuple(records),
+        tuple(label for label in labels if label not in known),
+        tuple(paths),
+        tuple((e.reason, str(e)) for e in errors),
+        _origins.host_install().findings,
+        _origins.startup_findings(search),
+    )
+
+
+def _record(
+    kind: Literal["driver", "plugin"],
+    verification: Verification,
+    index: TrustIndex,
+    policy: TrustPolicy,
+    refuse: bool,
+    search: list[str],
+    scans: dict[str, TreeScan],
+) -> VerifyRecord:
+    if not verification.allowed:
+        return VerifyRecord(verification, kind)
+    candidate = verification.candidate
+    entry = index.entries.get(verification.driver_id or "")
+    checks = check_dependencies(
+        candidate.distribution,
+        candidate.metadata_path,
+        index,
+        search,
+        entry.requires if entry else (),
+        scans=scans,
+    )
+    judged = judge_dependencies(checks, policy, refuse_unverified=refuse)
+    refusal = judged.refusal[1:] if judged.refusal is not None else None
+    unverified = [
+        f"dependency {c.distribution} {c.version} ({c.reason}: {c.message})"
+        for c in judged.unverified
+    ]
+    if verification.status not in ("pinned", "signed"):
+        unverified.insert(0, f"the {kind} itself ({verification.reason}: {verification.message})")
+    return VerifyRecord(verification, kind, checks, refusal, tuple(unverified))

@@ -1,0 +1,518 @@
+"""The orchestrator: mounted drivers behind one ``MCSDriver`` that is also an ``MCSToolDriver``.
+
+ToolDrivers (and other orchestrators, and hybrid drivers) contribute tools; standalone
+MCSDrivers are chained after them in the spec's pass-through manner. Tool names are never
+resolved first-wins: a name two drivers share becomes ``<label>__<name>`` for both (or every
+name is namespaced, with ``namespace="always"``), cut to the ``[A-Za-z0-9_-]{1,64}`` that
+provider APIs accept. Routing a call is one dictionary lookup.
+
+Each call is validated against its tool's JSON Schema before it runs. :meth:`detect` finds
+calls without running them and :meth:`execute` runs them, so a client (or the ``consent``
+callback) can approve, edit or deny each one in between; :meth:`process_llm_response` does
+both. An exception in a tool becomes a failed call, never an exception for the client.
+
+One module: the orchestrator is one class whose mounting, routing, call execution and stacking
+share its tables of tools and drivers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcs_host._bounded import Hung, call_bounded
+from mcs_host._version import __version__
+from mcs_host.contract import (
+    Binding,
+    DriverContext,
+    DriverMeta,
+    DriverResponse,
+    MCSDriver,
+    MCSToolDriver,
+    SupportsDriverContext,
+    Tool,
+    ToolCallSignaling,
+    ToolError,
+    UnknownToolError,
+    implemented_capabilities,
+)
+
+from .calls import Detection, ToolCall, detect, messages_for
+from .formats import Provider, native_tools
+from .prompting import Prompts, render_tools
+from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
+from .validation import ArgumentValidator, compile_schema
+
+__all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+Consent = Callable[[ToolCall], "bool | str | ToolCall"]
+"""Approve a call (``True``), deny it (``False``, or a string saying why), or approve an
+edited one (a :class:`ToolCall`, e.g. ``call.with_arguments(...)``)."""
+Audit = Callable[[ToolCall, Any, BaseException | None], None]
+
+
+def is_tool_driver(driver: object) -> bool:
+    """Whether ``driver`` offers tools: ``list_tools`` and ``execute_tool``."""
+    return callable(getattr(driver, "list_tools", None)) and callable(
+        getattr(driver, "execute_tool", None)
+    )
+
+
+def is_standalone_driver(driver: object) -> bool:
+    """Whether ``driver`` is an MCSDriver without tools, to be chained."""
+    return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)
+
+
+def tool_name(name: str) -> str:
+    """``name`` made valid for provider APIs: other characters become ``_``; past 64
+    characters it is cut and ends with a hash of the whole, so it stays unique."""
+    cleaned = _INVALID_CHARS.sub("_", name) or "_"
+    if len(cleaned) <= 64:
+        return cleaned
+    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    driver: Any
+    tools: tuple[tuple[Tool, ArgumentValidator], ...] | None
+    """Each tool with its compiled schema; ``None`` for a standalone MCSDriver, which is
+    chained rather than routed to."""
+
+
+def _mount(label: str, driver: object, tools: Sequence[Any] | None = None) -> _Mount:
+    """``driver`` with its validated tools and their compiled schemas (once per mount)."""
+    if is_tool_driver(driver):
+        listed = driver.list_tools() if tools is None else tools  # type: ignore[attr-defined]
+        coerced = tuple(Tool.coerce(t) for t in listed)
+        twice = [name for name, n in Counter(t.name for t in coerced).items() if n > 1]
+        if twice:
+            raise ValueError(f"driver {label!r} lists the tool {twice[0]!r} twice")
+        compiled = []
+        for tool in coerced:
+            try:
+                compiled.append((tool, compile_schema(tool.input_schema())))
+            except ValueError as exc:
+                raise ValueError(f"driver {label!r}, tool {tool.name!r}: {exc}") from None
+        return _Mount(driver, tuple(compiled))
+    if is_standalone_driver(driver):
+        return _Mount(driver, None)
+    raise TypeError(
+        f"driver {label!r} ({type(driver).__qualname__}) is neither a ToolDriver "
+        "(list_tools, execute_tool) nor an MCSDriver (process_llm_response)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    label: str
+    driver: Any
+    tool: Tool
+    """The tool as its driver names it."""
+    validator: ArgumentValidator
+    """Its arguments' JSON Schema, compiled once when it is mounted."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """An immutable snapshot of what is mounted; replaced whole when mounts change."""
+
+    tools: tuple[Tool, ...]
+    routes: Mapping[str, _Route]
+    chained: tuple[tuple[str, Any], ...]
+    labels: tuple[str, ...]
+
+
+class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSignaling):
+    """Mounted drivers as one driver. ``drivers`` is a mapping label -> driver, or a sequence
+    whose labels come from each driver's ``meta.name``.
+
+    ``on_unknown``: a call for a tool nobody offers fails with a retry prompt listing the
+    tools (``"fail"``, right for the orchestrator a client talks to), or passes through with
+    an empty response (``"pass"``, for one placed in a chain of drivers). ``call_timeout``
+    bounds each tool call in seconds. ``prompts`` is a prompts file overriding the defaults.
+    """
+
+    def __init__(
+        self,
+        drivers: Mapping[str, object] | Sequence[object] = (),
+        *,
+        name: str = "mcs-host orchestrator",
+        namespace: Literal["on-collision", "always"] = "on-collision",
+        on_unknown: Literal["pass", "fail"] = "fail",
+        consent: Consent | None = None,
+        audit: Audit | None = None,
+        call_timeout: float | None = None,
+        prompts: Prompts | str | None = None,
+    ) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.on_unknown = on_unknown
+        self.consent = consent
+        self.audit = audit
+        self.call_timeout = call_timeout
+        self.prompts = prompts if isinstance(prompts, Prompts) else Prompts.load(prompts)
+        self._lock = threading.Lock()
+        self._mounted: dict[str, _Mount] = {}
+        items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
+        for label, driver in items:
+            self._mounted[_check_label(label, self._mounted)] = _mount(label, driver)
+        self._table = self._build(self._mounted)
+
+    # -- mounting ------------------------------------------------------------------------------
+
+    def mount(self, label: str, driver: object, tools: Sequence[Tool] | None = None) -> None:
+        """Add ``driver`` under ``label``; tool names are worked out again.
+
+        ``tools`` are the driver's tools when the caller already listed them (the host does,
+        with a timeout); otherwise ``list_tools`` is called here.
+        """
+        with self._lock:
+            mounted = dict(self._mounted)
+            label = _check_label(label, mounted)
+            mounted[label] = _mount(label, driver, tools)
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    def unmount(self, label: str) -> None:
+        """Remove the driver mounted under ``label``."""
+        with self._lock:
+            if label not in self._mounted:
+                raise KeyError(f"no driver is mounted as {label!r}")
+            mounted = {k: v for k, v in self._mounted.items() if k != label}
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    def refresh(self) -> None:
+        """Ask every mounted driver for its tools again."""
+        with self._lock:
+            mounted = {label: _mount(label, m.driver) for label, m in self._mounted.items()}
+            self._table = self._build(mounted)
+            self._mounted = mounted
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self._table.labels
+
+    def driver(self, label: str) -> object:
+        return self._mounted[label].driver
+
+    def route(self, name: str) -> tuple[str, str]:
+        """``(label, the driver's own tool name)`` for a tool name this orchestrator offers."""
+        route = self._table.routes.get(name)
+        if route is None:
+            raise UnknownToolError(name, self._table.routes)
+        return route.label, route.tool.name
+
+    def _build(self, mounted: Mapping[str, _Mount]) -> _Table:
+        owned: list[tuple[str, Any, Tool]] = []
+        validators: list[ArgumentValidator] = []
+        chained: list[tuple[str, Any]] = []
+        for label, mount in mounted.items():
+            if mount.tools is None:
+                chained.append((label, mount.driver))
+            else:
+                owned.extend((label, mount.driver, tool) for tool, _ in mount.tools)
+                validators.extend(validator for _, validator in mount.tools)
+        finals = self._names(owned)
+        routes = {
+            final: _Route(label, driver, tool, validator)
+            for final, (label, driver, tool), validator in zip(
+                finals, owned, validators, strict=True
+            )
+        }
+        tools = tuple(
+            tool.model_copy(update={"name": final})
+            for final, (_, _, tool) in zip(finals, owned, strict=True)
+        )
+        return _Table(tools, routes, tuple(chained), tuple(mounted))
+
+    def _names(self, owned: Sequence[tuple[str, Any, Tool]]) -> list[str]:
+        """The final name of each tool: its own, unless shared, invalid for providers, or the
+        policy is ``always``; then ``<label>__<name>``."""
+        counts = Counter(tool.name for _, _, tool in owned)
+        finals = [
+            tool_name(f"{label}__{tool.name}")
+            if self.namespace == "always"
+            or counts[tool.name] > 1
+            or not _VALID_NAME.match(tool.name)
+            else tool.name
+            for label, _, tool in owned
+        ]
+        # a driver's own name may equal another's namespaced one, or two names may be cleaned
+        # into one: those get a hash of their label and original name as well
+        clashes = {name for name, count in Counter(finals).items() if count > 1}
+        for index, (label, _, tool) in enumerate(owned):
+            if finals[index] in clashes:
+                digest = hashlib.sha256(f"{label}\0{tool.name}".encode()).hexdigest()[:8]
+                finals[index] = f"{tool_name(f'{label}__{tool.name}')[:55]}_{digest}"
+        return finals
+
+    # -- MCSToolDriver ---------------------------------------------------------------------------
+
+    @property
+    def meta(self) -> DriverMeta:  # type: ignore[override]
+        bindings: dict[Binding, None] = {}
+        for mount in self._mounted.values():
+            meta = getattr(mount.driver, "meta", None)
+            for binding in getattr(meta, "bindings", None) or ():
+                bindings.setdefault(Binding.coerce(binding), None)
+        return DriverMeta(
+            id="mcs-host.orchestrator",
+            name=self.name,
+            version=__version__,
+            bindings=tuple(bindings),
+            target_llms=("*",),
+            capabilities=tuple(sorted(implemented_capabilities(self))),
+        )
+
+    def list_tools(self) -> list[Tool]:
+        return list(self._table.tools)
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        route = self._table.routes.get(tool_name)
+        if route is None:
+            raise UnknownToolError(tool_name, self._table.routes)
+        return route.driver.execute_tool(route.tool.name, arguments)
+
+    # -- MCSDriver -------------------------------------------------------------------------------
+
+    def get_function_description(self, model_name: str | None = None) -> str:
+        """The tools as JSON, XML or compact text, as the prompts file says for the model."""
+        return render_tools(self._table.tools, self.prompts.rendering_for(model_name))
+
+    def get_driver_system_message(self, model_name: str | None = None) -> str:
+        parts = []
+        if self._table.tools:
+            rendering = self.prompts.rendering_for(model_name)
+            tools = self.get_function_description(model_name)
+            parts.append(self.prompts.text(self.prompts.system, rendering, tools=tools))
+        for _, driver in self._table.chained:
+            parts.append(driver.get_driver_system_message(model_name))
+        return "\n\n".join(parts)
+
+    def get_driver_context(self, model_name: str | None = None) -> DriverContext:
+        """A system message without the tools, and the tools in the model's native format."""
+        parts = [self.prompts.system["context"]] if self._table.tools else []
+        parts += [d.get_driver_system_message(model_name) for _, d in self._table.chained]
+        provider = self.prompts.provider_for(model_name)
+        return DriverContext(system_message="\n\n".join(parts), tools=self.native_tools(provider))
+
+    def native_tools(self, provider: Provider) -> list[dict[str, Any]]:
+        """The tools in a provider's native tool-list shape (openai, openai-responses,
+        anthropic, gemini, ollama)."""
+        described = [(t.name, t.description or "", t.input_schema()) for t in self._table.tools]
+        return native_tools(described, provider)
+
+    def might_be_tool_call(self, partial: str) -> bool:
+        return might_be_tool_call(partial)
+
+    def is_complete_tool_call(self, text: str) -> bool:
+        return is_complete_tool_call(text, self._table.routes)
+
+    def process_llm_response(
+        self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
+    ) -> DriverResponse:
+        detection = self.detect(llm_response)
+        if streaming and detection.found and not is_complete(detection):
+            return DriverResponse()  # a chunk of a call still being written: wait for the rest
+        if detection.found:
+            routed = any(c.name in self._table.routes or c.problem for c in detection.calls)
+            if routed or self.on_unknown == "fail":
+                return self.execute(detection)
+        for label, driver in self._table.chained:
+            try:
+                response = DriverResponse.coerce(
+                    driver.process_llm_response(llm_response, streaming)
+                )
+            except Exception as exc:  # a chained driver's bug must not reach the client either
+                return DriverResponse(
+                    call_failed=True,
+                    call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}",
+                )
+            if not response.is_empty:
+                return response
+        return DriverResponse()
+
+    # -- the consent seam ----------------------------------------------------------------------
+
+    def detect(self, llm_response: str | Mapping[str, Any] | Any) -> Detection:
+        """The calls in ``llm_response`` (text, a native mapping or an SDK object); nothing
+        is executed."""
+        return detect(llm_response, self._table.routes)
+
+    def execute(self, detection: Detection, consent: Consent | None = None) -> DriverResponse:
+        """Run the detected calls in order and answer every one of them.
+
+        ``consent`` (default: the orchestrator's) sees each runnable call first.
+        """
+        if not detection.calls:
+            return DriverResponse()
+        table = self._table
+        decide = consent or self.consent
+        answers: list[tuple[ToolCall, str, bool]] = []
+        results: list[Any] = []
+        failures: list[_Failure] = []
+        notes: list[str] = []
+        executed = 0
+        for detected in detection.calls:
+            outcome, text, failure, call = self._one(table, detected, decide, notes)
+            if failure is None:
+                executed += 1
+                results.append(outcome)
+                answers.append((call, text, False))
+            else:
+                failures.append(failure)
+                results.append(None)
+                answers.append((call, f"error: {failure.message}", True))
+        messages = messages_for(detection, answers)
+        detail = "; ".join(dict.fromkeys(notes)) or None
+        if not failures:
+            return DriverResponse(
+                tool_call_result=results[0] if len(results) == 1 else results,
+                call_executed=True,
+                call_detail=detail,
+                messages=messages,
+            )
+        retry = self._retry_prompt(failures)
+        if detection.family == "text":
+            messages[-1]["content"] += "\n\n" + retry
+        return DriverResponse(
+            tool_call_result=(results if len(results) > 1 else None) if executed else None,
+            call_executed=executed > 0,
+            call_failed=True,
+            call_detail="; ".join([*(f.message for f in failures), *dict.fromkeys(notes)]),
+            retry_prompt=retry,
+            messages=messages,
+        )
+
+    def _one(
+        self, table: _Table, call: ToolCall, decide: Consent | None, notes: list[str]
+    ) -> tuple[Any, str, _Failure | None, ToolCall]:
+        """Run one call: ``(result, its text, failure or None, the call as run)``."""
+        if call.problem is not None:
+            return None, "", _Failure(call.name, f"{call.name}: {call.problem}"), call
+        route = table.routes.get(call.name)
+        if route is None:
+            return None, "", _Failure(call.name, f"unknown tool {call.name!r}"), call
+        if call.healed:
+            notes.append(f"{call.name}: healed ({', '.join(call.healed)})")
+        call, failure = _checked(route, call, notes)
+        if failure is not None:
+            return None, "", failure, call
+        if decide is not None:
+            verdict = _ask(decide, call)
+            if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
+                edited = table.routes.get(verdict.name)
+                if edited is None:
+                    unknown = _Failure(verdict.name, f"unknown tool {verdict.name!r}")
+                    return None, "", unknown, verdict
+                route = edited
+                call, failure = _checked(route, verdict, notes)
+                if failure is not None:
+                    return None, "", failure, call
+            elif verdict is not True:
+                reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
+                message = f"the call of {call.name!r} was not approved{reason}"
+                return None, "", _Failure(call.name, message, denied=reason or " "), call
+        outcome, text, error = self._run(route, call)
+        return outcome, text, (_Failure(call.name, error) if error else None), call
+
+    def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str, str | None]:
+        """``(result, its text for the model, None)``, or ``(None, "", why it failed)``."""
+        error: BaseException | None = None
+        outcome: Any = None
+        text = ""
+        try:
+            outcome = call_bounded(
+                route.driver.execute_tool, self.call_timeout, call.name, route.tool.name,
+                dict(call.arguments),
+            )  # fmt: skip
+            text = _as_text(outcome)  # a result JSON cannot carry fails the call too
+        except Exception as exc:  # a driver's bug or failure must not reach the client
+            error = exc
+        if self.audit is not None:
+            self.audit(call, outcome, error)
+        if error is None:
+            return outcome, text, None
+        if isinstance(error, Hung):
+            return None, "", f"{call.name} did not finish within {self.call_timeout:g} s"
+        kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
+        return None, "", f"{call.name} failed: {kind}{error}"
+
+    def _retry_prompt(self, failures: Sequence[_Failure]) -> str:
+        if all(f.denied for f in failures):
+            return "\n".join(
+                self.prompts.text(
+                    self.prompts.retry, "denied", tool=f.tool, reason=f.denied.strip() and f.denied
+                )
+                for f in failures
+            )
+        names = ", ".join(t.name for t in self._table.tools) or "none"
+        listed = "\n".join(f"- {f.message}" for f in failures)
+        return self.prompts.text(self.prompts.retry, "failed", errors=listed, names=names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    tool: str
+    message: str
+    denied: str = ""
+    """For a denied call: ``": <reason>"``, or a space when no reason was given."""
+
+
+def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
+    try:
+        return decide(call)
+    except Exception as exc:  # a consent check that breaks denies: fail closed
+        return f"the consent check failed ({type(exc).__name__}: {exc})"
+
+
+def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
+    """``call`` with its arguments checked (and coerced) against its tool's schema."""
+    checked = route.validator.validate(call.arguments)
+    if not checked.ok:
+        listed = "; ".join(str(p) for p in checked.problems)
+        return call, _Failure(call.name, f"{call.name}: {listed}")
+    notes.extend(f"{call.name}: {c}" for c in checked.coerced)
+    return call.with_arguments(checked.arguments), None
+
+
+def _as_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return _ENCODER.encode(result)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:
+    used: set[str] = set()
+    for driver in drivers:
+        meta = getattr(driver, "meta", None)
+        base = re.sub(r"[^a-z0-9]+", "-", str(getattr(meta, "name", "driver")).lower()).strip("-")
+        label, number = base or "driver", 2
+        while label in used:
+            label, number = f"{base}-{number}", number + 1
+        used.add(label)
+        yield label, driver
+
+
+def _check_label(label: str, mounted: Mapping[str, object]) -> str:
+    if not label or "__" in label or _INVALID_CHARS.search(label):
+        raise ValueError(
+            f"label {label!r}: use letters, digits, '-' and single '_' (labels prefix tool names)"
+        )
+    if label in mounted:
+        raise ValueError(f"label {label!r} is already mounted")
+    return label

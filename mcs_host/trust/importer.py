@@ -1,0 +1,181 @@
+"""Import: a verified driver's modules are loaded from the bytes that were verified.
+
+The process-wide :class:`VerifiedImporter` (the import gate, first on ``sys.meta_path``)
+claims the module names of verified distributions and hands out the loaders defined here. A
+source module is read once without following links, checked for size and sha256 against the
+verified listing, and those same bytes are compiled; a cached ``.pyc`` is never read nor
+written. An extension module is read the same way into a private in-memory copy, and the
+dynamic linker loads that copy, so the bytes it runs are the bytes checked, whenever the
+module is first imported. Verified modules run with an ``import`` statement that also judges
+modules already imported by someone else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from importlib.machinery import EXTENSION_SUFFIXES
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from mcs_host.contract import DriverMeta
+
+from ._errors import IntegrityError
+from ._gate import ImportRefusedError, VerifiedImporter, gate
+from ._loaders import is_verified_module, loaded_from
+from ._origins import editable_tree
+from .digest import ModuleFile, TreeDigest
+from .verification import Verification
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "ImportRefusedError",
+    "IntegrityError",
+    "VerifiedImporter",
+    "check_runtime_meta",
+    "extension_module_files",
+    "import_driver",
+    "is_verified_module",
+    "verified_importer",
+]
+
+
+def extension_module_files(digest: TreeDigest) -> tuple[ModuleFile, ...]:
+    """Every extension module in a listing, as the name it is imported by."""
+    found = []
+    for entry in digest.entries:
+        suffix = next((s for s in EXTENSION_SUFFIXES if entry.path.endswith(s)), None)
+        if suffix is None or ".dist-info/" in entry.path:
+            continue
+        parts = entry.path[: -len(suffix)].split("/")
+        if parts and all(part.isidentifier() for part in parts):
+            found.append(ModuleFile(".".join(parts), entry.path, entry.sha256, entry.size, False))
+    return tuple(found)
+
+
+def verified_importer() -> VerifiedImporter:
+    """The process-wide importer (the import gate) that :func:`import_driver` uses."""
+    return gate()
+
+
+def import_driver(verification: Verification, importer: VerifiedImporter | None = None) -> object:
+    """Import the object a verified candidate's entry point names.
+
+    Pinned and signed drivers are registered with ``importer`` (default: the process-wide
+    gate) and imported from their verified bytes; an unverified one the policy allows is
+    imported from its installed files, which the gate is told to allow. Raises
+    :class:`IntegrityError` for a driver that may not be imported, whose modules (or namespace
+    parents) were already imported from elsewhere, or whose bytes changed since verification.
+    """
+    candidate = verification.candidate
+    if not verification.allowed:
+        raise IntegrityError(
+            f"driver {candidate.label!r} ({candidate.distribution} {candidate.version}) is "
+            f"{verification.status}: {verification.message}"
+        )
+    importer = importer or gate()
+    verified = verification.status in ("pinned", "signed")
+    owner = f"{candidate.distribution} {candidate.version}"
+    if verified:
+        extensions = (
+            extension_module_files(verification.scan.digest)
+            if verification.scan is not None and verification.scan.digest is not None
+            else ()
+        )
+        importer.register(candidate.location, verification.modules, extensions, owner)
+        importer.install()
+        refuse_imported_elsewhere(importer, verification.modules, extensions)
+    else:
+        _allow_unverified(importer, verification)
+    module = importlib.import_module(candidate.module)
+    if verified and not is_verified_module(module):
+        raise IntegrityError(f"{candidate.module} was not imported from verified bytes")
+    obj: object = module
+    for part in filter(None, candidate.attr.split(".")):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ImportError(
+                f"entry point {candidate.label} = {candidate.value}: "
+                f"{candidate.module} has no attribute {candidate.attr!r}"
+            ) from None
+    return obj
+
+
+def _allow_unverified(importer: VerifiedImporter, verification: Verification) -> None:
+    candidate = verification.candidate
+    tree = editable_tree(candidate.metadata_path)
+    files = []
+    if verification.scan is not None and verification.scan.digest is not None:
+        files = [
+            os.path.join(candidate.location, *entry.path.split("/"))
+            for entry in verification.scan.digest.entries
+        ]
+    why = "an unverified driver the policy allows"
+    importer.allow(files, candidate.distribution, why, [tree] if tree else [])
+
+
+def refuse_imported_elsewhere(
+    importer: VerifiedImporter, modules: Sequence[ModuleFile], extensions: Sequence[ModuleFile]
+) -> None:
+    """Raise :class:`IntegrityError` when a module of a verified distribution, or a namespace
+    package on its path, is already imported from anything but its verified bytes."""
+    for expected in (*modules, *extensions):
+        existing = sys.modules.get(expected.name)
+        if existing is not None and not loaded_from(existing, expected):
+            where = getattr(existing, "__file__", None) or "an unknown place"
+            raise IntegrityError(
+                f"module {expected.name!r} was already imported from {where} before "
+                "verification; its code cannot be vouched for"
+            )
+    parents = {
+        ".".join(m.name.split(".")[:depth])
+        for m in (*modules, *extensions)
+        for depth in range(1, m.name.count(".") + 1)
+    }
+    for parent in sorted(parents):
+        existing = sys.modules.get(parent)
+        if existing is None or not importer.namespace(parent):
+            continue
+        where = getattr(existing, "__file__", None)
+        if where is not None:
+            raise IntegrityError(
+                f"module {parent!r} was already imported from {where}; the verified "
+                f"distribution needs it to be a namespace package"
+            )
+
+
+def check_runtime_meta(driver: object, verification: Verification) -> str | None:
+    """Why the imported driver's ``meta`` disagrees with its manifest or registry id, if it does.
+
+    Returns ``None`` when it agrees, or when ``driver`` has no ``meta`` yet (a factory, or a
+    class whose ``meta`` is a property).
+    """
+    meta = getattr(driver, "meta", None)
+    if meta is None or isinstance(meta, property):
+        return None  # known once the driver is instantiated
+    try:
+        runtime = DriverMeta.coerce(meta)
+    except (ValueError, ValidationError) as exc:
+        return f"its meta is not a valid DriverMeta: {exc}"
+    expected = verification.manifest
+    differences = []
+    if expected is not None:
+        for name in ("id", "version", "trust"):
+            if getattr(runtime, name) != getattr(expected, name):
+                differences.append(
+                    f"{name} {getattr(runtime, name)!r}, its manifest says "
+                    f"{getattr(expected, name)!r}"
+                )
+    elif verification.driver_id is not None and runtime.id != verification.driver_id:
+        differences.append(f"id {runtime.id!r}, the registry says {verification.driver_id!r}")
+    if not differences:
+        return None
+    return f"driver {verification.label!r} has runtime meta " + "; ".join(differences)

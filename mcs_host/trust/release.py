@@ -1,0 +1,462 @@
+"""Releases: what a wheel or an installed distribution holds, publisher signatures, and locks.
+
+A release is described from its files alone: the ``installed-tree-v2`` digest, its entry points
+in ``mcs.drivers`` and, for each, the driver meta in the ``mcs-driver.json`` manifest beside the
+entry point module. ``sign_wheel`` adds a DSSE-signed statement of that description to the
+wheel's ``*.dist-info`` (a file the digest leaves out, so the digest does not change and the
+wheel stays installable). ``lock`` writes the digests into a plain registry file as pins.
+
+One module: a release statement, signing a wheel with it and locking a registry to it describe
+a release in the same terms.
+"""
+
+from __future__ import annotations
+
+import csv
+import email.parser
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mcs_host._files import MANIFEST_LIMIT, METADATA_LIMIT, loads_json, read_bytes, read_text
+from mcs_host.contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
+from mcs_host.discovery import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_GROUP,
+    Candidate,
+    normalize_name,
+    parse_entry_points,
+)
+
+from .digest import (
+    SIGNATURE_FILE,
+    TreeScan,
+    editable_source,
+    record_hash,
+    resolve_module,
+    scan_installed,
+    scan_wheel,
+)
+from .registry import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry, RegistryError
+from .signatures import Envelope, PrivateKey, PublicKey
+
+__all__ = [
+    "RELEASE_PAYLOAD_TYPE",
+    "Release",
+    "ReleaseDriver",
+    "ReleaseStatement",
+    "lock",
+    "release_from_candidates",
+    "release_from_installed",
+    "release_from_wheel",
+    "sign_wheel",
+]
+
+RELEASE_PAYLOAD_TYPE = "application/vnd.mcs-host.release+json"
+
+
+class ReleaseDriver(BaseModel):
+    """One driver of a release: its entry point, id and trust manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str = Field(description="Entry point name.")
+    object: str = Field(description="Entry point value, module:object.")
+    id: str = Field(description="The driver's id (DriverMeta.id).")
+    trust: TrustManifest | None = Field(default=None, description="Its trust manifest.")
+
+
+class ReleaseStatement(BaseModel):
+    """What a publisher signs: this distribution and version has this digest and these drivers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["mcs-host-release/2"] = "mcs-host-release/2"
+    distribution: str
+    version: str
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    files: int
+    bytes: int
+    drivers: tuple[ReleaseDriver, ...]
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _current_format(cls, value: object) -> object:
+        if value == "mcs-host-release/1":
+            raise ValueError(
+                "mcs-host-release/1 is an old format: it signs an installed-tree-v1 digest, "
+                "which two different trees can share; sign the release again with mcs-host sign"
+            )
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A distribution release described from its files, installed or in a wheel."""
+
+    distribution: str
+    version: str
+    scan: TreeScan
+    entry_points: tuple[tuple[str, str], ...]
+    """``(label, module:object)`` in the ``mcs.drivers`` and ``mcs.host_plugins`` groups."""
+    metas: Mapping[str, DriverMeta]
+    """Label -> the meta its manifest declares (labels without a manifest are absent)."""
+    problems: tuple[str, ...]
+    wheel_sha256: str | None = None
+    groups: Mapping[str, str] = field(default_factory=dict)
+    """Label -> its entry point group (``mcs.drivers`` or ``mcs.host_plugins``)."""
+
+    @property
+    def project(self) -> str:
+        return normalize_name(self.distribution)
+
+    def pin(self) -> Pin:
+        if self.scan.digest is None or self.scan.findings:
+            raise ValueError(f"{self.distribution} {self.version}: {self._why_not()}")
+        return Pin(
+            digest=self.scan.digest.digest,
+            files=self.scan.digest.files,
+            bytes=self.scan.digest.bytes,
+            wheel_sha256=self.wheel_sha256,
+        )
+
+    def statement(self, ids: Mapping[str, str] | None = None) -> ReleaseStatement:
+        """The statement to sign; ``ids`` gives label -> id for drivers without a manifest."""
+        pin = self.pin()
+        drivers = []
+        for label, value in self.entry_points:
+            meta = self.metas.get(label)
+            driver_id = meta.id if meta is not None else (ids or {}).get(label)
+            if driver_id is None:
+                raise ValueError(
+                    f"{self.distribution} {self.version}: driver {label!r} ships no "
+                    f"{MANIFEST_FILE}; give its id"
+                )
+            trust = meta.trust if meta is not None else None
+            drivers.append(ReleaseDriver(label=label, object=value, id=driver_id, trust=trust))
+        return ReleaseStatement(
+            distribution=self.distribution,
+            version=self.version,
+            digest=pin.digest,
+            files=pin.files,
+            bytes=pin.bytes,
+            drivers=tuple(drivers),
+        )
+
+    def _why_not(self) -> str:
+        if self.scan.findings:
+            return "; ".join(f.message for f in self.scan.findings[:5])
+        return "its files could not all be read"
+
+
+def _describe(
+    distribution: str,
+    version: str,
+    scan: TreeScan,
+    entry_points_text: str | None,
+    read: Callable[[str], bytes],
+    wheel_sha256: str | None = None,
+) -> Release:
+    problems: list[str] = []
+    entries: list[tuple[str, str]] = []
+    groups: dict[str, str] = {}
+    for group in (ENTRY_POINT_GROUP, PLUGIN_GROUP):
+        found, bad = parse_entry_points(entry_points_text or "", group)
+        entries += found
+        groups.update((label, group) for label, _ in found)
+        problems += [
+            f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad
+        ]
+    listed = {e.path for e in scan.digest.entries} if scan.digest is not None else set()
+    metas: dict[str, DriverMeta] = {}
+    manifests: dict[str, DriverManifest | None] = {}
+    for label, value in entries:
+        module, _, attr = value.partition(":")
+        files, problem = resolve_module(module.strip(), listed)
+        if problem:
+            problems.append(f"driver {label!r}: {problem}")
+            continue
+        directory = files[-1].rpartition("/")[0]
+        path = f"{directory}/{MANIFEST_FILE}" if directory else MANIFEST_FILE
+        if path not in manifests:
+            manifests[path] = _manifest(path, listed, read, problems)
+        manifest = manifests[path]
+        if manifest is not None and attr.strip() in manifest.drivers:
+            metas[label] = manifest.drivers[attr.strip()]
+    return Release(
+        distribution, version, scan, tuple(entries), metas, tuple(problems), wheel_sha256, groups
+    )
+
+
+def _manifest(
+    path: str, listed: set[str], read: Callable[[str], bytes], problems: list[str]
+) -> DriverManifest | None:
+    if path not in listed:
+        return None
+    try:
+        data = read(path)
+        loads_json(data, path)  # its nesting is bounded before the model parses it
+        return DriverManifest.model_validate_json(data)
+    except (ValidationError, OSError, ValueError) as exc:
+        problems.append(f"{path} is not a valid driver manifest: {exc}")
+        return None
+
+
+def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
+    """Describe a wheel file without installing it."""
+    path = os.fspath(wheel)
+    scan = scan_wheel(path)
+    with open(path, "rb") as f:
+        wheel_sha256 = hashlib.sha256(f.read()).hexdigest()
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        dist_info = _dist_info(names, "METADATA", path)
+        metadata = email.parser.BytesParser().parsebytes(archive.read(f"{dist_info}/METADATA"))
+        ep_name = f"{dist_info}/entry_points.txt"
+        entry_points = archive.read(ep_name).decode("utf-8") if ep_name in names else None
+
+        def read(member: str) -> bytes:
+            return archive.read(member)
+
+        return _describe(
+            str(metadata["Name"]),
+            str(metadata["Version"]),
+            scan,
+            entry_points,
+            read,
+            wheel_sha256,
+        )
+
+
+def _dist_info(names: Iterable[str], member: str, wheel: str) -> str:
+    """The ``*.dist-info`` directory of a wheel's member names that holds ``member``."""
+    for name in names:
+        if name.count("/") == 1 and name.endswith(f".dist-info/{member}"):
+            return name.split("/")[0]
+    raise ValueError(f"{wheel} is not a wheel: it has no *.dist-info/{member}")
+
+
+def release_from_installed(metadata_path: str, distribution: str, version: str) -> Release:
+    """Describe an installed distribution from its ``*.dist-info`` directory."""
+    editable = editable_source(metadata_path)
+    if editable is not None:
+        raise ValueError(
+            f"{distribution} {version} is an editable install of {editable}; "
+            "lock a wheel or a regular install"
+        )
+    scan = scan_installed(metadata_path)
+    base = os.path.dirname(os.path.realpath(metadata_path))
+    hashes = {e.path: e.sha256 for e in scan.digest.entries} if scan.digest else {}
+
+    def read(path: str) -> bytes:
+        data = read_bytes(os.path.join(base, *path.split("/")), path, MANIFEST_LIMIT, follow=False)
+        if hashlib.sha256(data).hexdigest() != hashes.get(path):
+            raise ValueError(f"{path} changed after it was hashed")
+        return data
+
+    try:
+        entry_points: str | None = read_text(
+            os.path.join(metadata_path, "entry_points.txt"),
+            "entry_points.txt",
+            METADATA_LIMIT,
+            follow=False,
+        )
+    except FileNotFoundError:
+        entry_points = None
+    return _describe(distribution, version, scan, entry_points, read)
+
+
+def sign_wheel(
+    wheel: str | os.PathLike[str],
+    key: PrivateKey,
+    ids: Mapping[str, str] | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> ReleaseStatement:
+    """Sign the wheel's release statement with ``key``, in place or into ``output``.
+
+    The signature goes into ``*.dist-info/mcs-signature.json`` and RECORD gains its row. A wheel
+    already signed for the same statement gains this signature beside the others.
+    """
+    source = os.fspath(wheel)
+    release = release_from_wheel(source)
+    if release.problems:
+        raise ValueError(f"{source}: {'; '.join(release.problems)}")
+    statement = release.statement(ids)
+    payload = statement.model_dump_json().encode("utf-8")
+    with zipfile.ZipFile(source) as archive:
+        dist_info = _dist_info(archive.namelist(), "RECORD", source)
+        signature_name = f"{dist_info}/{SIGNATURE_FILE}"
+        envelope = Envelope(RELEASE_PAYLOAD_TYPE, payload)
+        if signature_name in archive.namelist():
+            existing = Envelope.from_json(archive.read(signature_name), signature_name)
+            if existing.payload != payload:
+                raise ValueError(f"{source} is already signed for a different statement")
+            envelope = existing
+        envelope = envelope.add_signatures([key])
+        signature = (json.dumps(envelope.to_json(), indent=2) + "\n").encode("utf-8")
+        _rewrite_wheel(archive, dist_info, signature_name, signature, output or source)
+    return statement
+
+
+def _rewrite_wheel(
+    archive: zipfile.ZipFile,
+    dist_info: str,
+    signature_name: str,
+    signature: bytes,
+    destination: str | os.PathLike[str],
+) -> None:
+    record_name = f"{dist_info}/RECORD"
+    rows = [
+        row
+        for row in csv.reader(io.StringIO(archive.read(record_name).decode("utf-8")))
+        if row and row[0] not in (signature_name, record_name)
+    ]
+    digest = record_hash(hashlib.sha256(signature).digest())
+    rows += [[signature_name, f"sha256={digest}", str(len(signature))], [record_name, "", ""]]
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    directory = os.path.dirname(os.path.abspath(destination))
+    fd, temporary = tempfile.mkstemp(dir=directory, suffix=".whl")
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in archive.infolist():
+                if info.filename not in (signature_name, record_name):
+                    out.writestr(info, archive.read(info.filename))
+            template = archive.getinfo(record_name)
+            for name, data in (
+                (signature_name, signature),
+                (record_name, text.getvalue().encode()),
+            ):
+                member = zipfile.ZipInfo(name, date_time=template.date_time)
+                member.external_attr = template.external_attr
+                member.compress_type = zipfile.ZIP_DEFLATED
+                out.writestr(member, data)
+        os.replace(temporary, destination)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def release_from_candidates(candidates: Iterable[Candidate]) -> list[Release]:
+    """One release per installed distribution among ``candidates``."""
+    seen: dict[str, Candidate] = {}
+    for candidate in candidates:
+        seen.setdefault(candidate.metadata_path, candidate)
+    return [
+        release_from_installed(c.metadata_path, c.distribution, c.version) for c in seen.values()
+    ]
+
+
+def lock(
+    registry: Registry,
+    releases: Sequence[Release],
+    *,
+    labels: Sequence[str] = (),
+    ids: Mapping[str, str] | None = None,
+    declared: Mapping[str, str] | None = None,
+    trust: Literal["verified", "reference", "community"] = "community",
+    replace: bool = False,
+    publisher_keys: Sequence[str] = (),
+) -> Registry:
+    """``registry`` with pins for ``releases``.
+
+    Each driver (entry point, or ``declared`` label -> ``module:object`` for a distribution
+    that ships none) gets a driver pin under its id (from its manifest, or ``ids``); only
+    ``labels`` if given. A release with no driver is pinned as a library. Existing entries
+    keep their trust label, notes, keys and other releases; a driver id whose entry names
+    another distribution is refused, as that is how a typosquat would be locked. A version
+    already pinned with another digest is refused unless ``replace`` is true.
+    ``publisher_keys`` are added to each driver entry written, named after the publisher in
+    its trust manifest: later releases they sign load as ``signed`` without a new pin.
+    """
+    drivers = dict(registry.drivers)
+    libraries = dict(registry.libraries)
+    for release in releases:
+        if release.problems:
+            raise ValueError(
+                f"{release.distribution} {release.version}: {'; '.join(release.problems)}"
+            )
+        pin = release.pin()
+        entries = [*release.entry_points, *_declared_in(release, declared or {})]
+        if not entries:
+            library = libraries.get(release.project) or LibraryEntry(trust=trust)
+            libraries[release.project] = _pinned(library, release, pin, replace)
+            continue
+        for label, value in entries:
+            if labels and label not in labels:
+                continue
+            meta = release.metas.get(label)
+            driver_id = meta.id if meta is not None else (ids or {}).get(label)
+            if driver_id is None:
+                raise ValueError(
+                    f"{release.distribution}: driver {label!r} ships no {MANIFEST_FILE}; "
+                    "give its id"
+                )
+            entry = drivers.get(driver_id) or DriverEntry(
+                distribution=release.project,
+                label=label,
+                object=value,
+                trust=trust,
+                group=release.groups.get(label, ENTRY_POINT_GROUP),
+            )
+            if entry.distribution != release.project:
+                raise RegistryError(
+                    "typosquat",
+                    f"driver id {driver_id} belongs to {entry.distribution} in the registry, "
+                    f"not to {release.project}",
+                )
+            drivers[driver_id] = _pinned(entry, release, pin, replace).model_copy(
+                update={"object": value, "publisher_keys": _keys(entry, publisher_keys, meta)}
+            )
+    return registry.model_copy(
+        update={
+            "drivers": dict(sorted(drivers.items())),
+            "libraries": dict(sorted(libraries.items())),
+        }
+    )
+
+
+_Entry = TypeVar("_Entry", DriverEntry, LibraryEntry)
+
+
+def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
+    known = entry.pin_for(release.version)
+    if known is not None and known.digest != pin.digest and not replace:
+        raise RegistryError(
+            "pinned",
+            f"{release.distribution} {release.version} is already pinned as "
+            f"{known.digest}, these files are {pin.digest}; a rebuild with other "
+            "contents should get a new version (or lock with replace)",
+        )
+    return entry.model_copy(update={"releases": {**entry.releases, release.version: pin}})
+
+
+def _keys(
+    entry: DriverEntry, keys: Sequence[str], meta: DriverMeta | None
+) -> tuple[PublisherKey, ...]:
+    known = {k.public_key.keyid: k for k in entry.publisher_keys}
+    name = meta.trust.publisher if meta is not None and meta.trust is not None else None
+    for key in keys:
+        keyid = PublicKey.parse(key).keyid  # a ValueError that names the key
+        known.setdefault(keyid, PublisherKey(key=key, name=name))
+    return tuple(known.values())
+
+
+def _declared_in(release: Release, declared: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The declared ``(label, module:object)`` whose module this release ships."""
+    listed = {e.path for e in release.scan.digest.entries} if release.scan.digest else set()
+    found = []
+    for label, value in declared.items():
+        _, problem = resolve_module(value.partition(":")[0].strip(), listed)
+        if problem is None:
+            found.append((label, value))
+    return found
