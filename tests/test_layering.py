@@ -140,3 +140,34 @@ def test_a_long_module_says_why_at_its_top(name: str) -> None:
     """A module over 400 lines states at its top why it stays one module."""
     docstring = ast.get_docstring(ast.parse(MODULES[name].read_text(encoding="utf-8"))) or ""
     assert "One module:" in docstring, f"{name} is long and its docstring does not say why"
+
+
+# A response's way through orchestration, first step first; the helpers each step may use
+# (healing, the call records) come before the steps that use them.
+RESPONSE_FLOW = (
+    "healing",
+    "calls",
+    "native",
+    "text",
+    "detection",
+    "validation",
+    "messages",
+    "prompting",
+    "streaming",
+    "orchestrator",
+    "runner",
+)
+
+
+def test_a_response_flows_one_way_through_orchestration() -> None:
+    """native shapes -> text protocols -> healing -> ToolCalls -> validation -> messages:
+    a step imports only the steps before it, so none calls back up."""
+    modules = {n for n in MODULES if n.startswith("mcs_host.orchestration.")}
+    assert {f"mcs_host.orchestration.{step}" for step in RESPONSE_FLOW} == modules
+    wrong = []
+    for index, step in enumerate(RESPONSE_FLOW):
+        earlier = {f"mcs_host.orchestration.{s}" for s in RESPONSE_FLOW[:index]}
+        for target in GRAPH[f"mcs_host.orchestration.{step}"]:
+            if target.startswith("mcs_host.orchestration.") and target not in earlier:
+                wrong.append(f"{step} imports {target.rpartition('.')[2]}, a later step")
+    assert not wrong, "\n".join(wrong)

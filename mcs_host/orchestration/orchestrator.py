@@ -43,8 +43,9 @@ from mcs_host.contract import (
     implemented_capabilities,
 )
 
-from .calls import Detection, ToolCall, detect, messages_for
-from .formats import Provider, native_tools
+from .calls import Detection, ToolCall
+from .detection import detect
+from .messages import Provider, messages_for, native_tools
 from .prompting import Prompts, render_tools
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .validation import ArgumentValidator, compile_schema

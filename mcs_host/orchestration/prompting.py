@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 from mcs_host._files import CONFIG_LIMIT, InputError, read_bytes
 from mcs_host.contract import Tool
 
-from .formats import Provider
+from .messages import Provider
 
 __all__ = ["Prompts", "render_tools"]
 

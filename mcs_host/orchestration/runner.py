@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from mcs_host.contract import DriverResponse, MCSDriver
 
-from .calls import detect
-from .formats import as_mapping
+from .detection import detect
+from .native import as_mapping
 
 __all__ = ["RunResult", "Runner"]
 

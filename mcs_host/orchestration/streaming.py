@@ -12,9 +12,10 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from .calls import Detection, detect
-from .formats import as_mapping
+from .calls import Detection
+from .detection import detect
 from .healing import MISSING_BRACE
+from .native import as_mapping
 
 __all__ = [
     "AnthropicStream",

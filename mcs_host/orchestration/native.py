@@ -1,4 +1,4 @@
-"""Provider wire formats: native tool calls in, tool results and tool lists out.
+"""Detection, step one: native tool calls in each provider's response shape.
 
 The shapes follow the providers' own SDK types (``openai``, ``anthropic``, ``google-genai``,
 ``ollama``), which the tests validate against: OpenAI Chat Completions (a response, a choice,
@@ -12,19 +12,11 @@ object arguments, or stringified ones). SDK objects are accepted too (anything w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from .healing import Unhealable, heal
 
-__all__ = [
-    "FAMILIES",
-    "NativeCall",
-    "NativeDetection",
-    "as_mapping",
-    "detect_native",
-    "native_messages",
-    "native_tools",
-]
+__all__ = ["FAMILIES", "NativeCall", "NativeDetection", "as_mapping", "detect_native"]
 
 FAMILIES = (
     "openai-chat",
@@ -34,8 +26,6 @@ FAMILIES = (
     "gemini",
     "ollama",
 )
-
-Provider = Literal["openai", "openai-responses", "anthropic", "gemini", "ollama"]
 
 
 class NativeCall:
@@ -287,89 +277,3 @@ def _ollama(data: Mapping[str, Any]) -> NativeDetection | None:
     ]
     truncated = data.get("done_reason") == "length"
     return NativeDetection("ollama", calls, str(message.get("content") or ""), native, truncated)
-
-
-# -- answers ---------------------------------------------------------------------------------
-
-
-def native_messages(
-    family: str,
-    native: Any,
-    answers: Sequence[tuple[str, str | None, str, bool]],
-) -> list[dict[str, Any]]:
-    """The history entries for the model's turn and the answer to each of its calls.
-
-    ``answers`` are ``(tool name, call id, answer text, is error)``.
-    """
-    if family in ("openai-chat", "openai-function"):
-        out: list[dict[str, Any]] = [dict(native)]
-        for name, call_id, text, _ in answers:
-            if family == "openai-function":
-                out.append({"role": "function", "name": name, "content": text})
-            else:
-                out.append({"role": "tool", "tool_call_id": call_id or "", "content": text})
-        return out
-    if family == "openai-responses":
-        items = [dict(item) for item in native]
-        items += [
-            {"type": "function_call_output", "call_id": call_id or "", "output": text}
-            for _, call_id, text, _ in answers
-        ]
-        return items
-    if family == "anthropic":
-        results = []
-        for _, call_id, text, error in answers:
-            result: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": call_id or "",
-                "content": text,
-            }
-            if error:
-                result["is_error"] = True
-            results.append(result)
-        return [dict(native), {"role": "user", "content": results}]
-    if family == "gemini":
-        parts = []
-        for name, call_id, text, error in answers:
-            response: dict[str, Any] = {
-                "name": name,
-                "response": {"error" if error else "result": text},
-            }
-            if call_id:
-                response["id"] = call_id
-            parts.append({"functionResponse": response})
-        return [dict(native), {"role": "user", "parts": parts}]
-    if family == "ollama":
-        out = [dict(native)]
-        out += [
-            {"role": "tool", "content": text, "tool_name": name} for name, _, text, _ in answers
-        ]
-        return out
-    raise ValueError(f"unknown family {family!r}")
-
-
-# -- tool lists ------------------------------------------------------------------------------
-
-
-def native_tools(
-    tools: Sequence[tuple[str, str, dict[str, Any]]], provider: Provider
-) -> list[dict[str, Any]]:
-    """``(name, description, JSON Schema of the arguments)`` as a provider's tool list."""
-    if provider in ("openai", "ollama"):
-        return [
-            {"type": "function", "function": {"name": n, "description": d, "parameters": p}}
-            for n, d, p in tools
-        ]
-    if provider == "openai-responses":
-        return [
-            {"type": "function", "name": n, "description": d, "parameters": p, "strict": False}
-            for n, d, p in tools
-        ]
-    if provider == "anthropic":
-        return [{"name": n, "description": d, "input_schema": p} for n, d, p in tools]
-    if provider == "gemini":
-        declarations = [
-            {"name": n, "description": d, "parametersJsonSchema": p} for n, d, p in tools
-        ]
-        return [{"functionDeclarations": declarations}] if declarations else []
-    raise ValueError(f"unknown provider {provider!r}")

@@ -1,4 +1,4 @@
-"""Tool calls written as text, in every format models use, without running anything.
+"""Detection, step two: tool calls written as text, in every format models use.
 
 ``<think>`` blocks are set aside first. Then the first format found wins, in this order:
 ``<tool_call>`` tags (JSON, or Qwen3-Coder XML inside; an unclosed last tag too),
@@ -10,7 +10,7 @@ array or JSON lines are several calls). The seed protocol ``{"thought", "action"
 "args"}}`` is a call and ``{"final": ...}`` a final answer.
 
 A JSON-like fragment that does not parse is healed when it clearly is a call (see
-:mod:`mcs_host.healing`); a call cut off mid-way is reported, never run. Prose, a JSON answer
+:mod:`.healing`); a call cut off mid-way is reported, never run. Prose, a JSON answer
 (an object with a ``name`` but no arguments), LaTeX and template placeholders are not calls.
 
 One module: the text protocols share one scanner (balanced brackets, prose guards) and the

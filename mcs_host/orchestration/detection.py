@@ -1,0 +1,90 @@
+"""Detection: a model's response -> the tool calls it holds, executing nothing.
+
+The response flows one way: a mapping (or a provider SDK object) is read in its provider's
+native shape (:mod:`.native`); when that holds no call, or the response is text, the text
+protocols are tried (:mod:`.text`), which heal a clearly meant call carefully
+(:mod:`.healing`). The result is a :class:`~.calls.Detection` of :class:`~.calls.ToolCall`
+records, which the orchestrator validates, runs and answers (:mod:`.messages`). A call that
+cannot run (unreadable, cut off) is still a ``ToolCall``, with its ``problem``: it gets an
+answer too, as providers reject a history with an unanswered call id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from .calls import Detection, ToolCall
+from .native import as_mapping, detect_native
+from .text import detect_text
+
+__all__ = ["detect"]
+
+
+def detect(llm_response: str | Mapping[str, Any] | Any, known: Collection[str] = ()) -> Detection:
+    """Find the tool calls in ``llm_response``; nothing is executed.
+
+    ``known`` are the tool names on offer: an object with only a ``name``, or a pythonic
+    call list, counts as a call only when it names one of them.
+    """
+    data = as_mapping(llm_response)
+    if isinstance(data, Mapping):
+        native = detect_native(data)
+        if native is not None and not native.calls:
+            # no native call: the model may have written calls in its text
+            return _from_text(native.text, known)
+        if native is not None:
+            cut = "the response hit the output limit and was cut off; the call was not run"
+            calls = tuple(
+                ToolCall(
+                    c.name,
+                    c.arguments or {},
+                    c.id,
+                    native.family,
+                    c.healed,
+                    c.problem or (cut if native.truncated else None),
+                )
+                for c in native.calls
+            )
+            return Detection(
+                calls,
+                native.family,
+                native.family,
+                native.text,
+                native.native,
+                truncated=native.truncated,
+            )
+        content = _message_text(data)
+        return _from_text(
+            content if content is not None else json.dumps(data, ensure_ascii=False, default=str),
+            known,
+        )
+    return _from_text(str(data), known)
+
+
+def _from_text(text: str, known: Collection[str]) -> Detection:
+    found = detect_text(text, known)
+    calls = tuple(
+        ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem) for c in found.calls
+    )
+    return Detection(
+        calls, "text", found.format, text, final=found.final, has_final=found.has_final
+    )
+
+
+_MESSAGE_KEYS = {"role", "content", "refusal", "annotations", "name", "thinking", "tool_calls"}
+
+
+def _message_text(data: Mapping[str, Any]) -> str | None:
+    """The text of a chat message (or a response holding one) without native calls."""
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        data = choices[0]
+    message = data.get("message")
+    if isinstance(message, Mapping):
+        data = message
+    content = data.get("content")
+    if isinstance(content, str) and set(data) <= _MESSAGE_KEYS:
+        return content
+    return None
