@@ -8,32 +8,35 @@ module's ``__all__`` (tests/test_contract.py checks that both agree).
 
 from ._version import __version__ as __version__
 
-# The MCS contract: drivers, tools, responses, manifests
-from .contract import (
-    Binding as Binding,
+# The MCS contract: the driver interfaces, then the data types
+from .interfaces import (
     CAPABILITY_MIXINS as CAPABILITY_MIXINS,
-    contract_schemas as contract_schemas,
     CONTRACT_VERSION as CONTRACT_VERSION,
     ContractError as ContractError,
-    DriverContext as DriverContext,
-    DriverManifest as DriverManifest,
-    DriverMeta as DriverMeta,
-    DriverResponse as DriverResponse,
     implemented_capabilities as implemented_capabilities,
     is_semver as is_semver,
     MANIFEST_FILE as MANIFEST_FILE,
     MCSDriver as MCSDriver,
     MCSToolDriver as MCSToolDriver,
+    SEMVER_PATTERN as SEMVER_PATTERN,
     SupportsAutostart as SupportsAutostart,
     SupportsDriverContext as SupportsDriverContext,
     SupportsHealthcheck as SupportsHealthcheck,
-    Tool as Tool,
     ToolArgumentError as ToolArgumentError,
     ToolCallSignaling as ToolCallSignaling,
     ToolError as ToolError,
+    UnknownToolError as UnknownToolError,
+)
+from .contract import (
+    Binding as Binding,
+    contract_schemas as contract_schemas,
+    DriverContext as DriverContext,
+    DriverManifest as DriverManifest,
+    DriverMeta as DriverMeta,
+    DriverResponse as DriverResponse,
+    Tool as Tool,
     ToolParameter as ToolParameter,
     TrustManifest as TrustManifest,
-    UnknownToolError as UnknownToolError,
 )
 
 # Discovery: installed metadata -> driver candidates, importing nothing

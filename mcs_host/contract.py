@@ -1,95 +1,38 @@
-"""The MCS driver contract, version 0.6.
+"""The MCS driver contract's data types, version 0.6: frozen pydantic models.
 
-Data types are frozen pydantic models: they validate on construction, round-trip through
-JSON and export JSON Schema (see :func:`contract_schemas`). The abstract classes and mixins
-carry the spec's names. Objects of the published reference SDK (``mcs.driver.core``) convert
-into these types by duck typing through each model's ``coerce``.
-
-One module: the contract is one versioned document; its models, protocols and mixins refer to
-each other and are published together as JSON Schemas.
+They validate on construction, round-trip through JSON and export JSON Schema (see
+:func:`contract_schemas`). The driver classes, mixins and errors that use them are in
+:mod:`mcs_host.interfaces`, which imports no pydantic. Objects of the published reference
+SDK (``mcs.driver.core``) convert into these types by duck typing through each model's
+``coerce``. A model's validator is built when it is first used (``defer_build``), not when
+this module is imported.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, Self
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcs_host.interfaces import CONTRACT_VERSION, SEMVER_PATTERN, ContractError, is_semver
+
 __all__ = [
-    "CAPABILITY_MIXINS",
-    "CONTRACT_VERSION",
-    "MANIFEST_FILE",
     "Binding",
-    "ContractError",
     "DriverContext",
     "DriverManifest",
     "DriverMeta",
     "DriverResponse",
-    "MCSDriver",
-    "MCSToolDriver",
-    "SupportsAutostart",
-    "SupportsDriverContext",
-    "SupportsHealthcheck",
     "Tool",
-    "ToolArgumentError",
-    "ToolCallSignaling",
-    "ToolError",
     "ToolParameter",
     "TrustManifest",
-    "UnknownToolError",
     "contract_schemas",
-    "implemented_capabilities",
-    "is_semver",
 ]
 
-CONTRACT_VERSION = "0.6"
-"""The version of the MCS driver contract these types implement."""
-
-# SemVer 2.0.0, https://semver.org/#is-there-a-suggested-regular-expression-regex-to-check-a-semver-string
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
 _IDENTIFIER = re.compile(r"^[^\s]{1,128}$")
 _URL = re.compile(r"^(https?|ssh|git)://[^\s/]+[^\s]*$")
-
-
-def is_semver(version: str) -> bool:
-    """Return whether ``version`` is a SemVer 2.0.0 version string such as ``1.2.0``."""
-    return _SEMVER.match(version) is not None
-
-
-class ContractError(ValueError):
-    """An object does not satisfy the MCS contract; the message names the type and field."""
-
-
-class ToolError(Exception):
-    """Raised by ``execute_tool`` for a call it cannot carry out."""
-
-
-class UnknownToolError(ToolError, LookupError):
-    """``execute_tool`` was asked for a tool the driver does not provide."""
-
-    def __init__(self, tool_name: str, known: Iterable[str] = ()) -> None:
-        self.tool_name = tool_name
-        self.known = tuple(sorted(known))
-        hint = f"; known tools: {', '.join(self.known)}" if self.known else ""
-        super().__init__(f"unknown tool {tool_name!r}{hint}")
-
-
-class ToolArgumentError(ToolError, ValueError):
-    """``execute_tool`` got arguments that do not fit the tool; names tool and argument."""
-
-    def __init__(self, tool_name: str, argument: str, problem: str) -> None:
-        self.tool_name = tool_name
-        self.argument = argument
-        self.problem = problem
-        super().__init__(f"tool {tool_name!r}, argument {argument!r}: {problem}")
 
 
 def _as_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -98,7 +41,9 @@ def _as_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", str_strip_whitespace=False, defer_build=True
+    )
 
     @classmethod
     def coerce(cls, obj: object) -> Self:
@@ -167,7 +112,7 @@ class DriverMeta(_Model):
     name: str = Field(min_length=1, description="Human-readable name.")
     version: str = Field(
         description='Semantic version of the driver, e.g. "1.0.0".',
-        json_schema_extra={"pattern": _SEMVER.pattern},
+        json_schema_extra={"pattern": SEMVER_PATTERN},
     )
     bindings: Sequence[Binding] = Field(default=(), description="What it does and over what.")
     target_llms: Sequence[str] | None = Field(
@@ -218,10 +163,6 @@ class DriverMeta(_Model):
     def has_capability(self, name: str) -> bool:
         """Return whether the capability ``name`` is declared."""
         return name in self.capabilities
-
-
-MANIFEST_FILE = "mcs-driver.json"
-"""The static manifest a driver package ships beside its entry point module."""
 
 
 class DriverManifest(_Model):
@@ -372,123 +313,6 @@ class DriverContext(_Model):
     )
 
     _tuples = field_validator("tools")(_as_tuple)
-
-
-class MCSDriver(ABC):
-    """A driver the client talks to directly: prompts for an LLM and executes its calls."""
-
-    meta: DriverMeta
-
-    @abstractmethod
-    def get_function_description(self, model_name: str | None = None) -> str:
-        """Return the LLM-readable description of the callable functions."""
-
-    @abstractmethod
-    def get_driver_system_message(self, model_name: str | None = None) -> str:
-        """Return the complete system message for the model family ``model_name``."""
-
-    @abstractmethod
-    def process_llm_response(
-        self, llm_response: str | dict[str, Any], streaming: bool = False
-    ) -> DriverResponse:
-        """Detect and execute a tool call in the model's output.
-
-        A call for a tool this driver does not know returns an empty ``DriverResponse``.
-        """
-
-
-class MCSToolDriver(ABC):
-    """A driver for orchestrators: structured tools and their execution, no LLM knowledge.
-
-    Its ``meta.target_llms`` is ``None``.
-    """
-
-    meta: DriverMeta
-
-    @abstractmethod
-    def list_tools(self) -> Sequence[Tool]:
-        """Return the tools this driver provides."""
-
-    @abstractmethod
-    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        """Execute ``tool_name`` with ``arguments`` and return the raw result.
-
-        Raises :class:`UnknownToolError` or :class:`ToolArgumentError` for calls it
-        cannot carry out.
-        """
-
-
-class SupportsHealthcheck(ABC):
-    """Capability ``healthcheck``: the driver can report whether its backend is usable."""
-
-    CAPABILITY: ClassVar[str] = "healthcheck"
-
-    @abstractmethod
-    def healthcheck(self) -> dict[str, Any]:
-        """Return a status mapping such as ``{"status": "OK"}``."""
-
-
-class SupportsAutostart(ABC):
-    """Capability ``autostart``: the driver can launch its backend (a container, a server)."""
-
-    CAPABILITY: ClassVar[str] = "autostart"
-
-    @abstractmethod
-    def autostart(self, kwargs: dict[str, Any]) -> None:
-        """Start the backend with the given settings."""
-
-
-class SupportsDriverContext(ABC):
-    """Capability ``driver_context``: system message and native tools, separately."""
-
-    CAPABILITY: ClassVar[str] = "driver_context"
-
-    @abstractmethod
-    def get_driver_context(self, model_name: str | None = None) -> DriverContext:
-        """Return the system message and the tools in the model's native format."""
-
-
-class ToolCallSignaling(ABC):
-    """Capability ``tcs``: pure checks a streaming client asks while it buffers output."""
-
-    CAPABILITY: ClassVar[str] = "tcs"
-
-    @abstractmethod
-    def might_be_tool_call(self, partial: str) -> bool:
-        """Cheap check: could ``partial`` be the start of a tool call?"""
-
-    @abstractmethod
-    def is_complete_tool_call(self, text: str) -> bool:
-        """Whether ``text`` holds a complete, parseable tool call."""
-
-
-CAPABILITY_MIXINS: Mapping[str, type] = {
-    mixin.CAPABILITY: mixin
-    for mixin in (SupportsHealthcheck, SupportsAutostart, SupportsDriverContext, ToolCallSignaling)
-}
-"""Capability name -> the mixin a driver declaring it must implement."""
-
-
-_CAPABILITY_METHODS: Mapping[str, tuple[str, ...]] = {
-    name: tuple(
-        sorted(
-            attr
-            for attr, value in vars(mixin).items()
-            if getattr(value, "__isabstractmethod__", False)
-        )
-    )
-    for name, mixin in CAPABILITY_MIXINS.items()
-}
-
-
-def implemented_capabilities(driver: object) -> frozenset[str]:
-    """The capability names whose mixin ``driver`` implements (by subclass or by methods)."""
-    return frozenset(
-        name
-        for name, mixin in CAPABILITY_MIXINS.items()
-        if isinstance(driver, mixin)
-        or all(callable(getattr(driver, method, None)) for method in _CAPABILITY_METHODS[name])
-    )
 
 
 _SCHEMA_MODELS: tuple[type[BaseModel], ...] = (

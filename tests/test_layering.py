@@ -1,10 +1,12 @@
 """The package's shape: imports point down the pipeline, never up, and never in a circle.
 
-Every ``import`` in ``mcs_host`` (at module level, inside functions and under
-``TYPE_CHECKING``) is read from the source, so a lazy import cannot hide a wrong arrow. The
-layers, top to bottom, are those of ARCHITECTURE.md::
+Every ``import`` in ``mcs_host`` that can run (at module level and inside functions) is
+read from the source, so a lazy import cannot hide a wrong arrow; one under ``if
+TYPE_CHECKING:`` never runs and only names a type. The layers, top to bottom, are those of
+ARCHITECTURE.md::
 
-    cli -> kit -> loading -> trust | orchestration -> contract | discovery -> private helpers
+    cli -> kit -> loading -> trust | orchestration -> contract | discovery -> interfaces
+        -> private helpers
 
 A module may import its own subpackage's modules and anything in a lower layer; modules on
 the same layer in different subpackages (trust and orchestration, contract and discovery) do
@@ -28,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcs_host.loading",),
     ("mcs_host.trust", "mcs_host.orchestration"),
     ("mcs_host.contract", "mcs_host.discovery"),
+    ("mcs_host.interfaces",),
     ("mcs_host._files", "mcs_host._bounded", "mcs_host._version"),
 )
 
@@ -45,9 +48,10 @@ MODULES = _modules()
 
 
 def _imports(name: str, path: Path) -> Iterator[tuple[int, str]]:
-    """``(line, module)`` for every import in ``path`` of a module of this package."""
+    """``(line, module)`` for every import in ``path`` of a module of this package that can
+    run; imports under ``if TYPE_CHECKING:`` never run (annotations only) and are left out."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runnable(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "mcs_host":
@@ -63,6 +67,20 @@ def _imports(name: str, path: Path) -> Iterator[tuple[int, str]]:
             for alias in node.names:
                 submodule = f"{target}.{alias.name}"
                 yield node.lineno, submodule if submodule in MODULES else target
+
+
+def _runnable(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and everything under it, except the bodies of ``if TYPE_CHECKING:``."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and ast.unparse(child.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            for other in child.orelse:
+                yield from _runnable(other)
+            continue
+        yield from _runnable(child)
 
 
 def _layer(module: str) -> tuple[int, str]:

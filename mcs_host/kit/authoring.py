@@ -15,15 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mcs_host.contract import (
-    MANIFEST_FILE,
-    ContractError,
-    DriverManifest,
-    DriverMeta,
-    Tool,
-    ToolArgumentError,
-    ToolParameter,
-)
+from mcs_host.contract import DriverManifest, DriverMeta, Tool, ToolParameter
+from mcs_host.interfaces import MANIFEST_FILE, ContractError, ToolArgumentError
 
 __all__ = ["manifest_meta", "parse_arguments", "tool_from_model"]
 

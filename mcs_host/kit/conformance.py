@@ -20,15 +20,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from mcs_host.contract import (
-    MANIFEST_FILE,
-    DriverManifest,
-    DriverMeta,
-    DriverResponse,
-    Tool,
-    ToolError,
-    UnknownToolError,
-)
+from mcs_host.contract import DriverManifest, DriverMeta, DriverResponse, Tool
+from mcs_host.interfaces import MANIFEST_FILE, ToolError, UnknownToolError
 from mcs_host.loading.compat import capability_problems
 from mcs_host.orchestration.orchestrator import is_standalone_driver, is_tool_driver
 

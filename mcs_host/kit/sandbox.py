@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from mcs_host.contract import ToolError
+from mcs_host.interfaces import ToolError
 
 __all__ = ["PathEscapeError", "Root"]
 

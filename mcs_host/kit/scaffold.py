@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from mcs_host._version import __version__
-from mcs_host.contract import MANIFEST_FILE
+from mcs_host.interfaces import MANIFEST_FILE
 
 __all__ = ["new_driver"]
 

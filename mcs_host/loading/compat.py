@@ -19,8 +19,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from mcs_host.contract import CAPABILITY_MIXINS, DriverMeta, implemented_capabilities
+from mcs_host.contract import DriverMeta
 from mcs_host.discovery import requires_dist
+from mcs_host.interfaces import CAPABILITY_MIXINS, implemented_capabilities
 
 __all__ = [
     "Incompatibility",

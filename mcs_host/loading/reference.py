@@ -15,7 +15,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from mcs_host.contract import DriverMeta, MCSToolDriver, SupportsHealthcheck, Tool, ToolError
+from mcs_host.contract import DriverMeta, Tool
+from mcs_host.interfaces import MCSToolDriver, SupportsHealthcheck, ToolError
 
 __all__ = ["ReferenceToolDriver", "is_reference_driver"]
 

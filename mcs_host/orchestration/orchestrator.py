@@ -24,19 +24,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcs_host._bounded import Hung, call_bounded
 from mcs_host._version import __version__
-from mcs_host.contract import (
-    Binding,
-    DriverContext,
-    DriverMeta,
-    DriverResponse,
+from mcs_host.interfaces import (
     MCSDriver,
     MCSToolDriver,
     SupportsDriverContext,
-    Tool,
     ToolCallSignaling,
     ToolError,
     UnknownToolError,
@@ -50,6 +45,9 @@ from .prompting import Prompts, render_tools
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .validation import ArgumentValidator, compile_schema
 
+if TYPE_CHECKING:
+    from mcs_host.contract import Binding, DriverContext, DriverMeta, DriverResponse, Tool
+
 __all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -59,6 +57,19 @@ Consent = Callable[[ToolCall], "bool | str | ToolCall"]
 """Approve a call (``True``), deny it (``False``, or a string saying why), or approve an
 edited one (a :class:`ToolCall`, e.g. ``call.with_arguments(...)``)."""
 Audit = Callable[[ToolCall, Any, BaseException | None], None]
+
+
+def _import_contract() -> None:
+    """Bind the contract's data types here. Called by the first orchestrator made, so that
+    importing this module (``mcs_host.Orchestrator``) imports no pydantic."""
+    global Binding, DriverContext, DriverMeta, DriverResponse, Tool  # noqa: PLW0603
+    from mcs_host.contract import (  # noqa: PLC0415
+        Binding,
+        DriverContext,
+        DriverMeta,
+        DriverResponse,
+        Tool,
+    )
 
 
 def is_tool_driver(driver: object) -> bool:
@@ -155,6 +166,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         call_timeout: float | None = None,
         prompts: Prompts | str | None = None,
     ) -> None:
+        if "Tool" not in globals():
+            _import_contract()
         self.name = name
         self.namespace = namespace
         self.on_unknown = on_unknown

@@ -12,15 +12,15 @@ import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
-from xml.sax.saxutils import escape, quoteattr
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcs_host._files import CONFIG_LIMIT, InputError, read_bytes
-from mcs_host.contract import Tool
 
 from .messages import Provider
+
+if TYPE_CHECKING:
+    from mcs_host.contract import Tool
 
 __all__ = ["Prompts", "render_tools"]
 
@@ -40,6 +40,8 @@ class Prompts:
     @classmethod
     def load(cls, path: str | Path | None = None) -> Prompts:
         """The defaults, with the tables of ``path`` (if given) laid over them."""
+        from importlib import resources  # noqa: PLC0415 - only when no prompts file is given
+
         default = resources.files("mcs_host").joinpath("prompts/default.toml").read_text("utf-8")
         data = tomllib.loads(default)
         source = "mcs_host/prompts/default.toml"
@@ -103,20 +105,20 @@ def render_tools(tools: Sequence[Tool], rendering: Rendering) -> str:
 
 
 def _xml_tool(tool: Tool) -> str:
-    lines = [f"<tool name={quoteattr(tool.name)}>"]
-    lines.append(f"  <description>{escape(tool.description or '')}</description>")
+    lines = [f"<tool name={_quoteattr(tool.name)}>"]
+    lines.append(f"  <description>{_escape(tool.description or '')}</description>")
     for parameter in tool.parameters:
         schema: Mapping[str, Any] = parameter.schema or {}
-        attributes = [f"name={quoteattr(parameter.name)}"]
+        attributes = [f"name={_quoteattr(parameter.name)}"]
         if "type" in schema:
-            attributes.append(f"type={quoteattr(_type_name(schema))}")
-        attributes.append(f"required={quoteattr('true' if parameter.required else 'false')}")
+            attributes.append(f"type={_quoteattr(_type_name(schema))}")
+        attributes.append(f"required={_quoteattr('true' if parameter.required else 'false')}")
         if "enum" in schema:
-            attributes.append(f"enum={quoteattr('|'.join(str(v) for v in schema['enum']))}")
+            attributes.append(f"enum={_quoteattr('|'.join(str(v) for v in schema['enum']))}")
         if "default" in schema:
-            attributes.append(f"default={quoteattr(json.dumps(schema['default']))}")
+            attributes.append(f"default={_quoteattr(json.dumps(schema['default']))}")
         lines.append(
-            f"  <parameter {' '.join(attributes)}>{escape(parameter.description)}</parameter>"
+            f"  <parameter {' '.join(attributes)}>{_escape(parameter.description)}</parameter>"
         )
     lines.append("</tool>")
     return "\n".join(lines)
@@ -146,3 +148,19 @@ def _type_name(schema: Mapping[str, Any]) -> str:
     if "anyOf" in schema:
         return "|".join(_type_name(option) for option in schema["anyOf"])
     return str(kind)
+
+
+def _escape(text: str) -> str:
+    """``text`` as XML character data."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _quoteattr(text: str) -> str:
+    """``text`` as a quoted XML attribute value (the rules of ``xml.sax.saxutils``, whose
+    import pulls in ``urllib.request``)."""
+    text = _escape(text).replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    if '"' not in text:
+        return f'"{text}"'
+    if "'" not in text:
+        return f"'{text}'"
+    return '"{}"'.format(text.replace('"', "&quot;"))

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mcs_host.contract import DriverResponse, MCSDriver
+from mcs_host.contract import DriverResponse
+from mcs_host.interfaces import MCSDriver
 
 from .detection import detect
 from .native import as_mapping

@@ -27,7 +27,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcs_host._files import MANIFEST_LIMIT, METADATA_LIMIT, loads_json, read_bytes, read_text
-from mcs_host.contract import MANIFEST_FILE, DriverManifest, DriverMeta, TrustManifest
+from mcs_host.contract import DriverManifest, DriverMeta, TrustManifest
 from mcs_host.discovery import (
     ENTRY_POINT_GROUP,
     PLUGIN_GROUP,
@@ -35,6 +35,7 @@ from mcs_host.discovery import (
     normalize_name,
     parse_entry_points,
 )
+from mcs_host.interfaces import MANIFEST_FILE
 
 from .digest import (
     SIGNATURE_FILE,

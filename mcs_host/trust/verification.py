@@ -24,8 +24,9 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from mcs_host._files import MANIFEST_LIMIT, InputError, loads_json, read_bytes
-from mcs_host.contract import MANIFEST_FILE, DriverManifest, DriverMeta
+from mcs_host.contract import DriverManifest, DriverMeta
 from mcs_host.discovery import Candidate, Discovery, normalize_name
+from mcs_host.interfaces import MANIFEST_FILE
 
 from .digest import (
     SIGNATURE_FILE,
