@@ -2,7 +2,8 @@
 
 An envelope signs the exact payload bytes (DSSE's pre-authentication encoding of the payload
 type and payload), so no canonical JSON is needed. A threshold counts distinct public keys:
-two signatures by one key count once.
+two signatures by one key count once. ``cryptography`` is imported when a key is first used,
+so reading a plain registry does not import it.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from mcs_host._files import InputError, loads_json
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = [
     "Envelope",
@@ -67,6 +67,9 @@ class PublicKey:
         return _PREFIX + base64.b64encode(self.raw).decode("ascii")
 
     def verify(self, signature: bytes, message: bytes) -> bool:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         try:
             Ed25519PublicKey.from_public_bytes(self.raw).verify(signature, message)
         except InvalidSignature:
@@ -84,10 +87,15 @@ class PrivateKey:
 
     @classmethod
     def generate(cls) -> PrivateKey:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         return cls(Ed25519PrivateKey.generate())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PrivateKey:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         with open(path, "rb") as f:
             data = f.read()
         try:
@@ -102,6 +110,8 @@ class PrivateKey:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the key to a new file with mode 0600; an existing file is never overwritten."""
+        from cryptography.hazmat.primitives import serialization
+
         pem = self._key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -113,6 +123,8 @@ class PrivateKey:
 
     @property
     def public_key(self) -> PublicKey:
+        from cryptography.hazmat.primitives import serialization
+
         raw = self._key.public_key().public_bytes(
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
