@@ -188,5 +188,6 @@ def validation_lines(source: str, errors: list[Any]) -> str:
     lines = []
     for error in errors:
         where = ".".join(str(part) for part in error.get("loc", ())) or "(top)"
-        lines.append(f"{source}: {where}: {error.get('msg', 'invalid')}")
+        problem = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{source}: {where}: {problem}")
     return "\n".join(lines) or f"{source}: invalid"

@@ -29,6 +29,7 @@ from mcs_host import (
     ToolCall,
     ToolParameter,
     hookimpl,
+    load_config,
     load_drivers,
     make_test_host,
     override_config,
@@ -189,11 +190,9 @@ def test_labels_follow_the_label_rule() -> None:
     host = Host(HostConfig(autoload=False, plugins=False, registries=[]), search_path=[])
     with pytest.raises(ValueError, match=r"the label 'my\.calc' is not 1 to 32 letters"):
         host.add_driver("my.calc", Calculator)
-    config = HostConfig(autoload=False, plugins=False, registries=[], drivers={"my.calc": {}})
-    _, report = Host(config, search_path=[]).load()
-    record = report.get("my.calc")
-    assert record is not None
-    assert (record.status, record.reason) == ("failed", "invalid-label")
+    # a configured label is checked with the configuration, before anything loads
+    with pytest.raises(ConfigError, match=r"drivers: the label 'my\.calc' is not 1 to 32"):
+        load_config(environ={}, autoload=False, registries=[], drivers={"my.calc": {}})
 
 
 def test_strict_mode_turns_any_failure_into_an_error() -> None:

@@ -341,3 +341,86 @@ def test_command_line_input_that_is_not_bounded_json_or_toml_is_one_line_and_exi
     assert "Traceback" not in done.stderr
     assert message in done.stderr.replace("\n", " ").replace("│", "").replace("  ", " ")
     assert ran(scene) == []
+
+
+# -- configuration errors come first ---------------------------------------------------------
+
+BAD_INPUT = {
+    "prompts file missing": (
+        ["load", "--config", "{project}/bad.toml"],
+        'prompts = "nope.toml"\n',
+        "error: {project}/bad.toml: prompts: prompts file {project}/nope.toml: no such file",
+    ),
+    "registry typo": (
+        ["load", "--registry", "{project}/regsitry.json"],
+        None,
+        "error: --registry {project}/regsitry.json: no such file",
+    ),
+    "registry in config missing": (
+        ["verify", "--config", "{project}/bad.toml"],
+        'registries = ["nowhere.json"]\n',
+        "error: {project}/nowhere.json: No such file or directory",
+    ),
+    "expires without a time zone": (
+        ["load", "--registry", "{project}/naive.json"],
+        None,
+        "error: {project}/naive.json: expires: give a time zone, e.g. 2027-01-01T00:00:00Z",
+    ),
+    "set names no driver": (
+        ["load", "--registry", "{registry}", "--set", "pinnned.root=/tmp"],
+        None,
+        "error: --set pinnned.root: no driver has the label 'pinnned' (installed or configured)",
+    ),
+    "path missing": (
+        ["load", "--registry", "{registry}", "--path", "{project}/site"],
+        None,
+        "error: --path {project}/site: no such directory",
+    ),
+    "path missing for list": (
+        ["list", "--path", "{project}/site"],
+        None,
+        "error: --path {project}/site: no such directory",
+    ),
+    "bad label": (
+        ["load", "--config", "{project}/bad.toml"],
+        '[drivers."Pinned Driver"]\ndriver = "pinned"\n',
+        "error: {project}/bad.toml: drivers: the label 'Pinned Driver' is not 1 to 32 letters",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_a_bad_input_is_one_line_and_exit_2_before_any_driver_is_imported(
+    scene: dict[str, Any], tmp_path: Path, case: str
+) -> None:
+    args, config, first_line = BAD_INPUT[case]
+    project: Path = scene["project"]
+    names = {"project": str(project), "registry": str(scene["registry"])}
+    if config is not None:
+        (project / "bad.toml").write_text(config)
+    (project / "naive.json").write_text(
+        json.dumps({"format": "mcs-host-registry/2", "expires": "2099-01-01T00:00:00"})
+    )
+    try:
+        done = run(scene, tmp_path, *(a.format(**names) for a in args))
+    finally:
+        (project / "bad.toml").unlink(missing_ok=True)
+        (project / "naive.json").unlink()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[0].startswith(first_line.format(**names)), done.stderr
+    assert len(done.stderr.splitlines()) <= 2
+    assert ran(scene) == []  # no driver code ran
+    assert not (tmp_path / "state").exists()  # nothing was written
+
+
+def test_the_python_api_raises_config_error_with_the_same_message(tmp_path: Path) -> None:
+    from mcs_host import ConfigError, load_config, load_drivers
+
+    (tmp_path / "bad.toml").write_text('prompts = "nope.toml"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "bad.toml")
+    assert str(caught.value) == (
+        f"{tmp_path}/bad.toml: prompts: prompts file {tmp_path}/nope.toml: no such file"
+    )
+    with pytest.raises(ConfigError, match=r"regsitry\.json: No such file or directory"):
+        load_drivers(registries=[str(tmp_path / "regsitry.json")], search_path=[str(tmp_path)])

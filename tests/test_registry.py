@@ -324,7 +324,7 @@ def test_a_registry_that_breaks_the_schema_names_each_field_in_one_line(tmp_path
         load_registry(RegistrySource(str(path)), RegistryState(tmp_path / "state.json"))
     assert str(caught.value).splitlines() == [
         f"{path}: version: Input should be greater than or equal to 0",
-        f"{path}: drivers.id-1.distribution: Value error, write the PEP 503 name 'acme-weather'",
+        f"{path}: drivers.id-1.distribution: write the PEP 503 name 'acme-weather'",
     ]
 
 

@@ -98,6 +98,6 @@ def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:
             paths.append(arg.removeprefix("--path="))
         else:
             return None
-    if any(os.path.isfile(p) for p in paths):
-        return None  # typer's error message names the file
+    if not all(os.path.isdir(p) for p in paths):
+        return None  # the typer command says which is not a directory
     return as_json, paths

@@ -29,6 +29,7 @@ from .options import (
     StrictOption,
     ThresholdOption,
     config_from_options,
+    fail,
 )
 from .render import report_json, report_text, verify_json, verify_text
 
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
     """List the installed drivers and host plugins from their metadata, without importing
     any of them."""
+    for directory in path or ():
+        if not directory.is_dir():
+            fail(f"--path {directory}: no such directory")
     plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
     typer.echo(render_listing(discover(path), as_json, plugins))
 
@@ -62,13 +66,17 @@ def verify_drivers(
     Exits 0 only when every one asked for may be loaded and would run nothing but verified
     code (and the host's); 1 otherwise.
     """
+    from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
 
     settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, allow_extensions
+        config, registry, registry_key, threshold, allow_unverified, allow_extensions, path=path
     )
     search = [os.fspath(p) for p in path] if path else None
-    report = Host(settings, search_path=search).verify(list(labels or ()))
+    try:
+        report = Host(settings, search_path=search).verify(list(labels or ()))
+    except ConfigError as exc:
+        fail(str(exc))
     if as_json:
         document = {**verify_json(report), "config_notes": list(settings.notes)}
         typer.echo(json.dumps(document, indent=2))
@@ -81,6 +89,7 @@ def verify_drivers(
 def _load(
     config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None
 ) -> tuple[Loaded | None, LoadReport]:
+    from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
     from mcs_host.loading.records import LoadError
 
@@ -89,6 +98,8 @@ def _load(
         loaded = Host(config, search_path=search).load(list(labels))
     except LoadError as exc:
         return None, exc.report
+    except ConfigError as exc:  # a registry the configuration names cannot be read
+        fail(str(exc))
     return loaded, loaded.report
 
 
@@ -126,6 +137,7 @@ def load_command(
         strict=strict,
         healthcheck=healthcheck,
         sets=sets,
+        path=path,
     )
     loaded, report = _load(settings, labels or (), path)
     if as_json:
@@ -166,7 +178,7 @@ def call_command(
     except InputError as exc:
         raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
     settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, None, sets=sets
+        config, registry, registry_key, threshold, allow_unverified, None, sets=sets, path=path
     )
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
@@ -197,7 +209,7 @@ def run_command(
             message = str(exc).removeprefix("--object: ")
             raise typer.BadParameter(message, param_hint="--object") from None
     settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, None, sets=sets
+        config, registry, registry_key, threshold, allow_unverified, None, sets=sets, path=path
     )
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response(output))

@@ -136,9 +136,19 @@ def config_from_options(
     strict: bool | None = None,
     healthcheck: bool | None = None,
     sets: Sequence[str] | None = None,
+    path: Sequence[Path] | None = None,
 ) -> HostConfig:
-    """The host configuration: file and environment, then the command line's options."""
+    """The host configuration: file and environment, then the command line's options, each
+    checked before anything is loaded (a bad one ends here with exit 2)."""
+    from mcs_host.discovery import discover
     from mcs_host.loading.config import ConfigError, load_config, override_config
+
+    for directory in path or ():
+        if not directory.is_dir():
+            fail(f"--path {directory}: no such directory")
+    for file in registry or ():
+        if not file.is_file():
+            fail(f"--registry {file}: no such file")
 
     trust = {
         key: value
@@ -163,11 +173,14 @@ def config_from_options(
         if not sets:
             return loaded
         drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
+        installed = discover([os.fspath(p) for p in path] if path else None)
         for target, value in settings_from(sets, "LABEL.KEY=VALUE").items():
             label, dot, key = target.partition(".")
             if not (dot and label and key):
                 message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
                 raise typer.BadParameter(message, param_hint="--set")
+            if label not in drivers and not installed.get(label):
+                fail(f"--set {target}: no driver has the label {label!r} (installed or configured)")
             drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
         return override_config(loaded, drivers=drivers)
     except ConfigError as exc:

@@ -26,7 +26,16 @@ from typing import Any, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mcs_host._files import CONFIG_LIMIT, STATE_LIMIT, InputError, loads_json, read_bytes
+from mcs_host._files import (
+    CONFIG_LIMIT,
+    STATE_LIMIT,
+    InputError,
+    loads_json,
+    read_bytes,
+    validation_lines,
+)
+from mcs_host.discovery import LABEL_RULE, is_valid_label
+from mcs_host.orchestration.prompting import Prompts
 from mcs_host.trust.registry import (
     RegistryError,
     RegistrySource,
@@ -175,10 +184,27 @@ class HostConfig(_Strict):
             PublicKey.parse(key)
         return value
 
+    @field_validator("drivers")
+    @classmethod
+    def _labels(cls, value: dict[str, DriverSettings]) -> dict[str, DriverSettings]:
+        for label in value:
+            if not is_valid_label(label):
+                raise ValueError(f"the label {label!r} is not {LABEL_RULE}")
+        return value
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts(cls, value: str | None) -> str | None:
+        if value is not None:
+            Prompts.load(value)  # a missing or broken prompts file fails here, before any load
+        return value
+
     @field_validator("require")
     @classmethod
     def _specifiers(cls, value: dict[str, str]) -> dict[str, str]:
         for label, specifier in value.items():
+            if not is_valid_label(label):
+                raise ValueError(f"the label {label!r} is not {LABEL_RULE}")
             try:
                 SpecifierSet(specifier)
             except InvalidSpecifier:
@@ -187,13 +213,23 @@ class HostConfig(_Strict):
 
     def trust_index(self) -> tuple[TrustIndex, tuple[RegistryError, ...], list[str]]:
         """Load the registries this configuration names (or the default ones) and merge them:
-        the index, the errors of the registries left out, and the paths used."""
+        the index, the errors of the registries left out (refused on trust grounds: expired,
+        replayed, badly signed), and the paths used.
+
+        Raises :class:`ConfigError` when a registry or the registry state cannot be read or is
+        not a valid registry: a typo, not a trust decision."""
         paths = list(self.registries) if self.registries is not None else default_registry_paths()
         keys = tuple(PublicKey.parse(key) for key in self.registry_keys)
         sources = [RegistrySource(path, keys, self.registry_threshold) for path in paths]
         index, errors = load_index(sources)
+        unusable = [str(e) for e in errors if e.reason in _INPUT_ERRORS]
+        if unusable:
+            raise ConfigError("\n".join(unusable))
         return index, errors, paths
 
+
+_INPUT_ERRORS = frozenset({"unreadable", "invalid", "state-unreadable"})
+"""Registry errors that are bad input (a missing, unreadable or malformed file)."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -245,11 +281,9 @@ def _validated(
     try:
         return HostConfig.model_validate({**data, "source": source, "notes": notes})
     except ValidationError as exc:
-        where = source or "the host configuration"
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"{where}: {problems}") from None
+        raise ConfigError(
+            validation_lines(source or "the host configuration", exc.errors())
+        ) from None
 
 
 def _read_file(

@@ -40,7 +40,7 @@ class Prompts:
     @classmethod
     def load(cls, path: str | Path | None = None) -> Prompts:
         """The defaults, with the tables of ``path`` (if given) laid over them."""
-        from importlib import resources  # noqa: PLC0415 - only when no prompts file is given
+        from importlib import resources  # noqa: PLC0415 - not when the module is imported
 
         default = resources.files("mcs_host").joinpath("prompts/default.toml").read_text("utf-8")
         data = tomllib.loads(default)
@@ -49,6 +49,8 @@ class Prompts:
             try:
                 text = read_bytes(path, "prompts file", CONFIG_LIMIT).decode("utf-8")
                 override = tomllib.loads(text)
+            except FileNotFoundError:
+                raise ValueError(f"prompts file {path}: no such file") from None
             except InputError as exc:
                 raise ValueError(str(exc)) from None
             except RecursionError:
