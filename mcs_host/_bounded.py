@@ -2,7 +2,9 @@
 
 A call runs in a worker thread; if it has not returned after ``timeout`` seconds it is left
 behind (Python cannot stop a thread) and :class:`Hung` is raised. What the call raises is
-raised again in the caller's thread.
+raised again in the caller's thread, except a ``KeyboardInterrupt``: a signal is never
+delivered to a worker thread, so one raised there is the call's own doing and comes back as
+:class:`Interrupted`, an ordinary exception.
 """
 
 from __future__ import annotations
@@ -11,11 +13,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Hung", "call_bounded"]
+__all__ = ["Hung", "Interrupted", "call_bounded"]
 
 
 class Hung(Exception):  # noqa: N818 - reads as what happened: the call hung
     """The call did not return within its time."""
+
+
+class Interrupted(Exception):  # noqa: N818 - reads as what happened
+    """The call raised ``KeyboardInterrupt`` in its worker thread (no real interrupt)."""
 
 
 def call_bounded(func: Callable[..., Any], timeout: float | None, name: str, *args: Any) -> Any:
@@ -37,5 +43,8 @@ def call_bounded(func: Callable[..., Any], timeout: float | None, name: str, *ar
     if worker.is_alive():
         raise Hung(f"{name} did not return within {timeout:g} s")
     if "error" in outcome:
-        raise outcome["error"]
+        error = outcome["error"]
+        if isinstance(error, KeyboardInterrupt):
+            raise Interrupted(f"{name} raised KeyboardInterrupt") from error
+        raise error
     return outcome.get("value")

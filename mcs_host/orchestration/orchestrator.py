@@ -9,7 +9,8 @@ provider APIs accept. Routing a call is one dictionary lookup.
 Each call is validated against its tool's JSON Schema before it runs. :meth:`detect` finds
 calls without running them and :meth:`execute` runs them, so a client (or the ``consent``
 callback) can approve, edit or deny each one in between; :meth:`process_llm_response` does
-both. An exception in a tool becomes a failed call, never an exception for the client.
+both. An exception in a tool becomes a failed call, never an exception for the client; so
+does ``sys.exit()`` and a closed or replaced standard stream (which is put back).
 
 One module: the orchestrator is one class whose mounting, routing, call execution and stacking
 share its tables of tools and drivers.
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -348,7 +351,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 response = DriverResponse.coerce(
                     driver.process_llm_response(llm_response, streaming)
                 )
-            except Exception as exc:  # a chained driver's bug must not reach the client either
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a chained driver's exit must not reach the client
                 return DriverResponse(
                     call_failed=True,
                     call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}",
@@ -446,20 +451,36 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         error: BaseException | None = None
         outcome: Any = None
         text = ""
+        streams = sys.stdout, sys.stderr
         try:
             outcome = call_bounded(
                 route.driver.execute_tool, self.call_timeout, call.name, route.tool.name,
                 dict(call.arguments),
             )  # fmt: skip
             text = _as_text(outcome)  # a result JSON cannot carry fails the call too
-        except Exception as exc:  # a driver's bug or failure must not reach the client
+        except KeyboardInterrupt:
+            raise  # in this thread it may be the user's Ctrl-C: it is theirs to handle
+        except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
             error = exc
+        out, err = streams
+        broken = (
+            _restore_streams(streams)
+            if sys.stdout is not out
+            or sys.stderr is not err
+            or getattr(out, "closed", False)
+            or getattr(err, "closed", False)
+            else None
+        )
+        if broken is not None and error is None:
+            error = ToolError(f"the tool closed or replaced {broken}; it was put back")
         if self.audit is not None:
             self.audit(call, outcome, error)
         if error is None:
             return outcome, text, None
         if isinstance(error, Hung):
             return None, "", f"{call.name} did not finish within {self.call_timeout:g} s"
+        if isinstance(error, SystemExit):
+            return None, "", f"{call.name} failed: it called sys.exit({error.code!r})"
         kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
         return None, "", f"{call.name} failed: {kind}{error}"
 
@@ -499,6 +520,41 @@ def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall,
         return call, _Failure(call.name, f"{call.name}: {listed}")
     notes.extend(f"{call.name}: {c}" for c in checked.coerced)
     return call.with_arguments(checked.arguments), None
+
+
+def _closed(stream: Any) -> bool:
+    return stream is not None and bool(getattr(stream, "closed", False))
+
+
+def _restore_streams(saved: tuple[Any, Any]) -> str | None:
+    """Put back ``sys.stdout`` and ``sys.stderr`` as they were before a tool ran, reopened on
+    their descriptors if the tool closed them; which ones had to be, or ``None``."""
+    broken = []
+    for name, fd, original in (("sys.stdout", 1, saved[0]), ("sys.stderr", 2, saved[1])):
+        current = getattr(sys, name[4:])
+        closed = _closed(original)
+        if current is original and not closed:
+            continue
+        broken.append(name)
+        setattr(sys, name[4:], _reopened(original, fd) if closed else original)
+    return " and ".join(broken) or None
+
+
+def _reopened(stream: Any, fd: int) -> Any:
+    """A text stream like ``stream`` (closed) on descriptor ``fd``, or on the null device
+    when that descriptor is closed too."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    return open(
+        fd,
+        "w",
+        encoding=getattr(stream, "encoding", None) or "utf-8",
+        errors=getattr(stream, "errors", None) or "strict",
+        closefd=False,
+        buffering=1,
+    )
 
 
 def _as_text(result: Any) -> str:
