@@ -59,6 +59,7 @@ def test_constructor_settings_reach_the_driver() -> None:
     assert record.reason == "constructor-error"
     assert "unexpected keyword argument 'prefx'" in record.message
     assert "settings come from [drivers.<label>.settings]" in record.message
+    assert not report.ok
 
 
 @pytest.mark.parametrize(
@@ -91,6 +92,9 @@ def test_one_broken_driver_is_recorded_and_the_others_mount(
     assert message in record.message
     assert [r.label for r in report.mounted] == ["calc"]
     assert [t.name for t in driver.list_tools()] == ["add"]
+    # a test host was given this driver, so its failure is an error of the report
+    assert not report.ok
+    assert report.errors == (f"broken: {reason}: {record.message}",)
     if reason.endswith("-error"):
         assert record.traceback is not None
         assert "Traceback" in record.traceback

@@ -424,3 +424,49 @@ def test_the_python_api_raises_config_error_with_the_same_message(tmp_path: Path
     )
     with pytest.raises(ConfigError, match=r"regsitry\.json: No such file or directory"):
         load_drivers(registries=[str(tmp_path / "regsitry.json")], search_path=[str(tmp_path)])
+
+
+# -- the author's path -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "first_line"),
+    [
+        (
+            ["new", "acme-x", "--label", "Acme X"],
+            "error: the label 'Acme X' is not 1 to 32 letters, digits, '-' or single '_'",
+        ),
+        (
+            ["new", "acme-x", "--repository", "github.com/acme/x"],
+            "error: --repository: not an absolute https, ssh or git URL: 'github.com/acme/x'",
+        ),
+        (["public-key", "registry.json"], "error: registry.json: not an unencrypted PEM"),
+    ],
+    ids=["label", "repository", "public-key of no key"],
+)
+def test_an_author_mistake_is_one_line_and_exit_2_and_writes_nothing(
+    scene: dict[str, Any], tmp_path: Path, args: list[str], first_line: str
+) -> None:
+    project: Path = scene["project"]
+    (project / "registry.json").write_text("{}")
+    try:
+        done = run(scene, tmp_path, *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith(first_line), done.stderr
+        assert len(done.stderr.splitlines()) == 1
+        assert not (project / "acme-x").exists()
+    finally:
+        (project / "registry.json").unlink()
+
+
+def test_keygen_makes_a_private_directory_and_public_key_prints_the_same_key(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    key = tmp_path / "keys" / "release.pem"
+    made = run(scene, tmp_path, "keygen", str(key))
+    assert made.returncode == 0, made.stderr
+    assert (key.parent.stat().st_mode & 0o777, key.stat().st_mode & 0o777) == (0o700, 0o600)
+    shown = run(scene, tmp_path, "public-key", str(key))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == made.stdout  # "public key: ed25519:..." and "key id: ..."
+    assert shown.stdout.startswith("public key: ed25519:")

@@ -54,13 +54,13 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
     assert _ok(venv.run("mcs-host", "check", project)).startswith("acme-weather: passes")
 
     key = tmp_path / "keys" / "acme.key"
+    public = _ok(venv.run("mcs-host", "keygen", key)).split("public key:")[1].split()[0]
+    assert key.parent.stat().st_mode & 0o777 == 0o700  # keygen made the directory, private
     refused = venv.run("mcs-host", "keygen", key)
     assert (refused.returncode, refused.stderr.strip()) == (
         2,
-        f"error: cannot write {key}: No such file or directory",
+        f"error: {key} exists; refusing to overwrite a key",
     )
-    key.parent.mkdir()
-    public = _ok(venv.run("mcs-host", "keygen", key)).split("public key:")[1].split()[0]
     first = build_wheel(project, tmp_path / "dist")
     assert "signed acme-weather 0.1.0 sha256:" in _ok(
         venv.run("mcs-host", "sign", first, "--key", key)

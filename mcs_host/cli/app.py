@@ -49,6 +49,7 @@ for _name, _command in (
     ("run", drivers.run_command),
     ("lock", trust.lock_drivers),
     ("keygen", trust.keygen),
+    ("public-key", trust.public_key),
     ("sign", trust.sign),
     ("sign-registry", trust.sign_registry),
     ("allow", trust.allow_command),

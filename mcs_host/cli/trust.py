@@ -179,11 +179,31 @@ def keygen(
 
     key = PrivateKey.generate()
     try:
+        # a directory made for the key is its owner's alone, as the key file is
+        key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         key.save(key_file)
     except FileExistsError:
         fail(f"{key_file} exists; refusing to overwrite a key")
     except OSError as exc:
         fail(f"cannot write {key_file}: {exc.strerror}")
+    typer.echo(f"public key: {key.public_key}")
+    typer.echo(f"key id:     {key.public_key.keyid}")
+
+
+def public_key(
+    key_file: Annotated[
+        Path,
+        typer.Argument(help="A private key file from keygen.", exists=True, dir_okay=False),
+    ],
+) -> None:
+    """Print the public key and key id of an existing private key (for a registry's
+    publisher_keys or --registry-key)."""
+    from mcs_host.trust.signatures import PrivateKey
+
+    try:
+        key = PrivateKey.load(key_file)
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
     typer.echo(f"public key: {key.public_key}")
     typer.echo(f"key id:     {key.public_key.keyid}")
 

@@ -7,7 +7,11 @@ import re
 import uuid
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from mcs_host._version import __version__
+from mcs_host.contract import TrustManifest
+from mcs_host.discovery import LABEL_RULE, is_valid_label
 from mcs_host.interfaces import MANIFEST_FILE
 
 __all__ = ["new_driver"]
@@ -134,12 +138,22 @@ def new_driver(
     package = re.sub(r"[-.]+", "_", name).lower()
     cls = "".join(part.capitalize() for part in re.split(r"[-_]+", name)) + "ToolDriver"
     label = label or package.replace("_", "-")
+    if not is_valid_label(label):
+        raise ValueError(f"the label {label!r} is not {LABEL_RULE}; give one with --label")
     title = name.replace("-", " ").replace("_", " ").capitalize()
     major, minor = (int(x) for x in __version__.split(".")[:2])
     host_next = f"{major + 1}" if major else f"0.{minor + 1}"
     trust: dict[str, str] = {"publisher": publisher}
     if repository:
         trust["source_repository"] = repository
+    try:
+        TrustManifest.model_validate(trust)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        field = ".".join(str(p) for p in problem["loc"])
+        option = {"publisher": "--publisher", "source_repository": "--repository"}.get(field)
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{option or field}: {message}") from None
     manifest = {
         "format": "mcs-driver-manifest/1",
         "drivers": {

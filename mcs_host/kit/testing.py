@@ -2,12 +2,15 @@
 
 ``make_test_host`` is to mcs-host what stevedore's ``make_test_instance`` is to stevedore:
 no installed driver, no entry point plugin and no registry is looked at, so a test sees only
-what it passed in, mounted and checked by the same code as a real load.
+what it passed in, mounted and checked by the same code as a real load. Every driver given
+was asked for, so one that does not mount (its constructor raised, it listed no tools...) is
+an error of the report: ``report.ok`` is false (``strict=True`` raises ``LoadError``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from mcs_host.loading.config import DriverSettings, HostConfig
@@ -35,4 +38,14 @@ def make_test_host(
         host.add_driver(label, driver, (settings or {}).get(label))
     for plugin in plugins:
         host.add_plugin(plugin)
-    return host.load()
+    loaded = host.load()
+    report = loaded.report
+    failed = [
+        f"{r.label}: {r.reason}: {r.message}"
+        for r in report.records
+        if r.status in ("rejected", "failed") and r.label in drivers
+    ]
+    if not failed:
+        return loaded
+    errors = tuple(dict.fromkeys((*report.errors, *failed)))
+    return Loaded(loaded.driver, replace(report, errors=errors))
