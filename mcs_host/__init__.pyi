@@ -254,6 +254,7 @@ from .kit.sandbox import (
     Root as Root,
 )
 from .kit.scaffold import new_driver as new_driver
+from .kit.versioning import bump_version as bump_version
 from .kit.conformance import (
     check_driver as check_driver,
     ConformanceResult as ConformanceResult,

@@ -470,3 +470,27 @@ def test_keygen_makes_a_private_directory_and_public_key_prints_the_same_key(
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == made.stdout  # "public key: ed25519:..." and "key id: ..."
     assert shown.stdout.startswith("public key: ed25519:")
+
+
+def test_bump_sets_the_version_in_pyproject_and_manifest_together_or_not_at_all(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    assert run(scene, tmp_path, "new", "acme-y", "--dir", str(tmp_path)).returncode == 0
+    project = tmp_path / "acme-y"
+    pyproject, manifest = project / "pyproject.toml", project / "acme_y" / "mcs-driver.json"
+    before = pyproject.read_text(), manifest.read_text()
+    for bad, first_line in (
+        ("0.2", "error: '0.2' is not a SemVer version such as 1.2.0"),
+        ("1.0.0-x.7", "error: '1.0.0-x.7' is SemVer but not a PEP 440 version"),
+    ):
+        done = run(scene, tmp_path, "bump", bad, "--dir", str(project))
+        assert (done.returncode, done.stderr.strip()) == (2, first_line)
+        assert (pyproject.read_text(), manifest.read_text()) == before  # nothing written
+    done = run(scene, tmp_path, "bump", "0.2.0", "--dir", str(project))
+    assert done.returncode == 0, done.stderr
+    assert pyproject.read_text() == before[0].replace('version = "0.1.0"', 'version = "0.2.0"')
+    (meta,) = json.loads(manifest.read_text())["drivers"].values()
+    assert meta["version"] == "0.2.0"
+    # the project still keeps the contract: manifest and distribution agree
+    checked = run(scene, tmp_path, "check", str(project))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

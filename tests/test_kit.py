@@ -90,10 +90,11 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
     )  # fmt: skip
     assert json.loads(_ok(call))["tool_call_result"] == "Hello, Ann."
 
-    # the next release: not in the registry, but signed by the trusted key
-    for name in ("pyproject.toml", "acme_weather/mcs-driver.json"):
-        path = project / name
-        path.write_text(path.read_text().replace('"0.1.0"', '"0.2.0"'))
+    # the next release, bumped in one step: not in the registry, but signed by the trusted key
+    assert _ok(venv.run("mcs-host", "bump", "0.2.0", "--dir", project)).splitlines() == [
+        f"set 0.2.0 in {project / 'pyproject.toml'}",
+        f"set 0.2.0 in {project / 'acme_weather' / 'mcs-driver.json'}",
+    ]
     second = build_wheel(project, tmp_path / "dist")
     _ok(venv.run("mcs-host", "sign", second, "--key", key))
     venv.install(second, wheelhouse=wheelhouse)

@@ -54,6 +54,7 @@ for _name, _command in (
     ("sign-registry", trust.sign_registry),
     ("allow", trust.allow_command),
     ("new", author.new_command),
+    ("bump", author.bump_command),
     ("check", author.check_command),
 ):
     app.command(_name)(_command)

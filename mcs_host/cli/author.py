@@ -41,6 +41,23 @@ def new_command(
     typer.echo(f"next: cd {root} && pip install -e '.[test]' && pytest && mcs-host check .")
 
 
+def bump_command(
+    version: Annotated[str, typer.Argument(help="The new version, SemVer (e.g. 0.2.0).")],
+    directory: Annotated[
+        Path, typer.Option("--dir", help="The driver project.", file_okay=False)
+    ] = Path("."),
+) -> None:
+    """Set a driver project's version in pyproject.toml and in every mcs-driver.json at once."""
+    from mcs_host.kit.versioning import bump_version
+
+    try:
+        changed = bump_version(directory, version)
+    except ValueError as exc:
+        fail(str(exc))
+    for path in changed:
+        typer.echo(f"set {version} in {path}")
+
+
 def check_command(
     target: Annotated[
         str, typer.Argument(help="A driver project directory, or an installed driver's label.")
