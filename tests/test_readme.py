@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,25 @@ def test_every_command_is_in_the_command_table() -> None:
     listed = set(re.findall(r"^\| `mcs-host ([a-z-]+)", table, flags=re.MULTILINE))
     commands = {command.name for command in app.registered_commands}
     assert listed == commands
+
+
+def test_every_command_help_names_its_arguments_with_placeholders() -> None:
+    """``--help`` shows ``TOOL``, ``LABEL...``, ``KEYFILE``, never a parameter's Python name,
+    and no default that is not the host's (``./registry.json`` is used only when named)."""
+    from mcs_host.cli.app import app
+
+    script = Path(sys.executable).parent / "mcs-host"
+    for command in app.registered_commands:
+        done = subprocess.run(
+            [str(script), str(command.name), "--help"], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        usage = done.stdout.splitlines()[0]
+        placeholders = re.findall(r"[\[ ]([A-Za-z_.]+)(?:\]|\.\.\.|$)", usage.split("[OPTIONS]")[1])
+        assert all(p.isupper() for p in placeholders), f"{command.name}: {usage}"
+        arguments = done.stdout.partition("Arguments:\n")[2].partition("\n\n")[0]
+        for line in arguments.splitlines():
+            if not line.startswith("  ") or line.startswith("   "):
+                continue  # a wrapped help text, not an argument
+            assert line.split()[0].rstrip(".").isupper(), f"{command.name}: {line}"
+        assert "else ./registry.json, else" not in done.stdout

@@ -15,18 +15,24 @@ from .options import SearchPathOption, fail, settings_from
 
 
 def new_command(
-    name: Annotated[str, typer.Argument(help="The distribution name, e.g. acme-weather.")],
+    name: Annotated[
+        str, typer.Argument(help="The distribution name, e.g. acme-weather.", metavar="NAME")
+    ],
     directory: Annotated[
-        Path, typer.Option("--dir", help="Where to create it.", file_okay=False)
+        Path, typer.Option("--dir", help="Where to create it.", file_okay=False, metavar="DIR")
     ] = Path("."),
     label: Annotated[
-        str | None, typer.Option("--label", help="Its entry point label (default: from NAME).")
+        str | None,
+        typer.Option(
+            "--label", help="Its entry point label (default: from NAME).", metavar="LABEL"
+        ),
     ] = None,
     publisher: Annotated[
-        str, typer.Option("--publisher", help="Who publishes it (its trust manifest).")
+        str,
+        typer.Option("--publisher", help="Who publishes it (its trust manifest).", metavar="NAME"),
     ] = "Your name",
     repository: Annotated[
-        str | None, typer.Option("--repository", help="Its source repository URL.")
+        str | None, typer.Option("--repository", help="Its source repository URL.", metavar="URL")
     ] = None,
 ) -> None:
     """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests."""
@@ -42,9 +48,11 @@ def new_command(
 
 
 def bump_command(
-    version: Annotated[str, typer.Argument(help="The new version, SemVer (e.g. 0.2.0).")],
+    version: Annotated[
+        str, typer.Argument(help="The new version, SemVer (e.g. 0.2.0).", metavar="VERSION")
+    ],
     directory: Annotated[
-        Path, typer.Option("--dir", help="The driver project.", file_okay=False)
+        Path, typer.Option("--dir", help="The driver project.", file_okay=False, metavar="DIR")
     ] = Path("."),
 ) -> None:
     """Set a driver project's version in pyproject.toml and in every mcs-driver.json at once."""
@@ -60,7 +68,10 @@ def bump_command(
 
 def check_command(
     target: Annotated[
-        str, typer.Argument(help="A driver project directory, or an installed driver's label.")
+        str,
+        typer.Argument(
+            help="A driver project directory, or an installed driver's label.", metavar="TARGET"
+        ),
     ],
     sets: Annotated[
         list[str] | None,

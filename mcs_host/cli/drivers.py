@@ -160,8 +160,12 @@ def _respond(response: DriverResponse) -> None:
 
 
 def call_command(
-    tool: Annotated[str, typer.Argument(help="The tool's name as the loaded stack lists it.")],
-    args: Annotated[str, typer.Option("--args", help="The arguments, a JSON object.")] = "{}",
+    tool: Annotated[
+        str, typer.Argument(help="The tool's name as the loaded stack lists it.", metavar="TOOL")
+    ],
+    args: Annotated[
+        str, typer.Option("--args", help="The arguments, a JSON object.", metavar="JSON")
+    ] = "{}",
     config: ConfigOption = None,
     registry: RegistryOption = None,
     registry_key: RegistryKeyOption = None,
@@ -185,7 +189,9 @@ def call_command(
 
 
 def run_command(
-    text: Annotated[str, typer.Argument(help="An LLM's output, or - to read it from stdin.")],
+    text: Annotated[
+        str, typer.Argument(help="An LLM's output, or - to read it from stdin.", metavar="TEXT")
+    ],
     as_object: Annotated[
         bool, typer.Option("--object", help="The output is a provider's JSON message object.")
     ] = False,

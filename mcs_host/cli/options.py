@@ -28,7 +28,8 @@ SearchPathOption = Annotated[
 
 
 LabelsArgument = Annotated[
-    list[str] | None, typer.Argument(help="Driver labels (default: all).", show_default=False)
+    list[str] | None,
+    typer.Argument(help="Driver labels (default: all).", show_default=False, metavar="LABEL..."),
 ]
 
 
@@ -37,8 +38,8 @@ RegistryOption = Annotated[
     typer.Option(
         "--registry",
         help=(
-            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else ./registry.json, "
-            "else ~/.config/mcs-host/registry.json."
+            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else "
+            "~/.config/mcs-host/registry.json; a ./registry.json is used only when named."
         ),
         metavar="FILE",
         dir_okay=False,
@@ -58,7 +59,12 @@ RegistryKeyOption = Annotated[
 
 ThresholdOption = Annotated[
     int | None,
-    typer.Option("--threshold", min=1, help="Signatures by distinct keys a signed registry needs."),
+    typer.Option(
+        "--threshold",
+        min=1,
+        help="Signatures by distinct keys a signed registry needs.",
+        metavar="N",
+    ),
 ]
 
 

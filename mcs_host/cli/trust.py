@@ -50,7 +50,9 @@ def lock_drivers(
     trust: Annotated[
         str,
         typer.Option(
-            "--trust", help="Trust label for new entries: verified, reference, community."
+            "--trust",
+            help="Trust label for new entries: verified, reference, community.",
+            metavar="TRUST",
         ),
     ] = "community",
     replace: Annotated[
@@ -171,7 +173,10 @@ def lock_drivers(
 
 def keygen(
     key_file: Annotated[
-        Path, typer.Argument(help="Where to write the private key (mode 0600).", dir_okay=False)
+        Path,
+        typer.Argument(
+            help="Where to write the private key (mode 0600).", dir_okay=False, metavar="KEYFILE"
+        ),
     ],
 ) -> None:
     """Create an ed25519 signing key; prints the public key to put in a registry."""
@@ -193,7 +198,9 @@ def keygen(
 def public_key(
     key_file: Annotated[
         Path,
-        typer.Argument(help="A private key file from keygen.", exists=True, dir_okay=False),
+        typer.Argument(
+            help="A private key file from keygen.", exists=True, dir_okay=False, metavar="KEYFILE"
+        ),
     ],
 ) -> None:
     """Print the public key and key id of an existing private key (for a registry's
@@ -209,10 +216,19 @@ def public_key(
 
 
 def sign(
-    wheel: Annotated[Path, typer.Argument(help="The wheel to sign.", exists=True, dir_okay=False)],
+    wheel: Annotated[
+        Path,
+        typer.Argument(help="The wheel to sign.", exists=True, dir_okay=False, metavar="WHEEL"),
+    ],
     key: Annotated[
         Path,
-        typer.Option("--key", help="Private key file from keygen.", exists=True, dir_okay=False),
+        typer.Option(
+            "--key",
+            help="Private key file from keygen.",
+            exists=True,
+            dir_okay=False,
+            metavar="KEYFILE",
+        ),
     ],
     ids: Annotated[
         list[str] | None,
@@ -222,7 +238,9 @@ def sign(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", help="Write the signed wheel here instead.", dir_okay=False),
+        typer.Option(
+            "--output", help="Write the signed wheel here instead.", dir_okay=False, metavar="WHEEL"
+        ),
     ] = None,
 ) -> None:
     """Sign a wheel's release statement (digest, drivers, trust manifests) with a publisher key."""
@@ -247,14 +265,27 @@ def sign_registry(
             help="A registry file, or an envelope to add signatures to.",
             exists=True,
             dir_okay=False,
+            metavar="FILE",
         ),
     ],
     key: Annotated[
         list[Path],
-        typer.Option("--key", help="Private key file (repeatable).", exists=True, dir_okay=False),
+        typer.Option(
+            "--key",
+            help="Private key file (repeatable).",
+            exists=True,
+            dir_okay=False,
+            metavar="KEYFILE",
+        ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", help="Where to write the signed envelope.", dir_okay=False)
+        Path,
+        typer.Option(
+            "--output",
+            help="Where to write the signed envelope.",
+            dir_okay=False,
+            metavar="ENVELOPE",
+        ),
     ],
 ) -> None:
     """Sign a registry's exact bytes into a DSSE envelope (for a shared index)."""
@@ -286,7 +317,9 @@ def allow_command(
     directory: Annotated[
         Path,
         typer.Argument(
-            help="The project directory whose configuration to approve.", file_okay=False
+            help="The project directory whose configuration to approve.",
+            file_okay=False,
+            metavar="DIR",
         ),
     ] = Path("."),
     revoke: Annotated[
