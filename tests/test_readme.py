@@ -104,3 +104,15 @@ def test_every_command_help_names_its_arguments_with_placeholders() -> None:
                 continue  # a wrapped help text, not an argument
             assert line.split()[0].rstrip(".").isupper(), f"{command.name}: {line}"
         assert "else ./registry.json, else" not in done.stdout
+
+
+def test_the_exit_codes_are_the_same_in_the_readme_and_in_help() -> None:
+    from mcs_host.cli.app import EXIT_CODES
+
+    rows = re.findall(r"^\| ([0-2]) \| (.+) \|$", README, flags=re.MULTILINE)
+    assert rows == [(code, meaning) for code, meaning in EXIT_CODES]
+    script = Path(sys.executable).parent / "mcs-host"
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
+    text = " ".join(done.stdout.split())
+    for code, meaning in EXIT_CODES:
+        assert f"{code} {meaning}" in text

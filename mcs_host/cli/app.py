@@ -13,9 +13,21 @@ from mcs_host._version import __version__
 
 from . import author, drivers, trust
 
+EXIT_CODES = (
+    ("0", "done: everything asked for loaded, verified or ran"),
+    (
+        "1",
+        "a driver or plugin failed or was refused (strict, required, or verify found code "
+        "that is not verified), a label does not exist, or a tool call failed",
+    ),
+    ("2", "a usage or configuration error: nothing was loaded or written"),
+)
+"""Every command's exit codes; --help and the README's table say the same."""
+
 app = typer.Typer(
     name="mcs-host",
     help="Discover, verify, load and orchestrate MCS drivers.",
+    epilog="Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
