@@ -57,3 +57,11 @@ def test_the_orchestrator_benchmark_checks_every_answer() -> None:
     names = [b["name"] for b in section["budgets"]]
     assert sum("(flat)" in name for name in names) == 4
     assert len(section["markdown"]) == 2 + 4 * 2
+
+
+def test_the_csv_benchmark_finds_the_same_median_both_ways() -> None:
+    # the script exits non-zero when the driver's median differs from the plain loop's
+    section = bench("bench_csv.py", "--mib", "1", "--repeat", "1")
+    assert [b["name"] for b in section["budgets"]] == [
+        "summarize_column peak RSS / plain csv loop's"
+    ]

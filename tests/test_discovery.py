@@ -101,11 +101,11 @@ def test_list_shows_the_bundled_drivers(scenario: Venv) -> None:
     assert drivers["files"]["entry_point"] == "mcs_host_files:FilesToolDriver"
     assert drivers["csv"]["distribution"] == "mcs-host-csv"
     assert drivers["csv"]["entry_point"] == "mcs_host_csv:CsvToolDriver"
-    for label in ("files", "csv"):
-        assert drivers[label]["version"] == "0.1.0"
+    for label, version in (("files", "0.1.0"), ("csv", "0.1.1")):
+        assert drivers[label]["version"] == version
         assert drivers[label]["problems"] == []
         assert Path(drivers[label]["location"]) == scenario.site_packages.resolve()
-        assert drivers[label]["metadata_path"].endswith("-0.1.0.dist-info")
+        assert drivers[label]["metadata_path"].endswith(f"-{version}.dist-info")
 
 
 def test_list_never_imports_a_driver(

@@ -10,7 +10,7 @@ import math
 import operator
 import os
 import stat
-import statistics
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -33,6 +33,13 @@ __version__ = META.version
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 _SNIFF_CHARS = 64 * 1024
+_BUCKETS = 4096
+"""Value ranges counted per pass while the median is narrowed down."""
+_EXACT_LIMIT = 65536
+"""Numbers kept in memory at once: the last pass sorts at most this many."""
+_CHUNK = 65536
+"""Numbers summed at once: the sum is exact within a chunk, and the chunk sums are added
+exactly too (math.fsum), so it is exact up to one rounding per chunk."""
 _DELIMITERS = ",;\t|"
 
 Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "startswith", "endswith"]
@@ -212,39 +219,104 @@ class CsvToolDriver(MCSToolDriver):
         }
 
     def _summarize_column(self, args: SummarizeColumnArgs) -> dict[str, Any]:
-        values: list[float] = []
-        missing = 0
-        non_numeric: list[str] = []
-        with self._rows("summarize_column", args.file) as (columns, rows):
-            _check_column("summarize_column", args.column, columns)
-            for row in rows:
-                cell = (row.get(args.column) or "").strip()
-                if not cell:
-                    missing += 1
+        """One streaming pass for the count, sum, extremes, mean and deviation, taken over
+        chunks of _CHUNK numbers and combined; then passes that narrow down the median's
+        value. Memory stays bounded by _CHUNK, _BUCKETS and _EXACT_LIMIT, whatever the file's
+        size."""
+        moments = _Moments()
+        chunk: list[float] = []
+        with self._cells("summarize_column", args.file, args.column) as cells:
+            for cell in cells:
+                text = cell.strip()
+                if not text:
+                    moments.missing += 1
                     continue
-                number = _number(cell)
-                if number is None:
-                    non_numeric.append(cell)
-                else:
-                    values.append(number)
-        if not values:
+                value = _number(text)
+                if value is None:
+                    moments.text(text)
+                    continue
+                chunk.append(value)
+                if len(chunk) == _CHUNK:
+                    moments.add(chunk)
+                    chunk = []
+        moments.add(chunk)
+        if not moments.count:
             raise ToolArgumentError(
                 "summarize_column", "column", f"column {args.column!r} holds no numbers"
             )
         return {
             "file": args.file,
             "column": args.column,
-            "count": len(values),
-            "missing": missing,
-            "non_numeric": len(non_numeric),
-            "non_numeric_examples": non_numeric[:5],
-            "sum": math.fsum(values),
-            "min": min(values),
-            "max": max(values),
-            "mean": statistics.fmean(values),
-            "median": statistics.median(values),
-            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "count": moments.count,
+            "missing": moments.missing,
+            "non_numeric": moments.non_numeric,
+            "non_numeric_examples": moments.examples,
+            "sum": moments.total(),
+            "min": moments.low,
+            "max": moments.high,
+            "mean": moments.mean,
+            "median": self._median(args, moments),
+            "stdev": moments.stdev(),
         }
+
+    def _median(self, args: SummarizeColumnArgs, moments: _Moments) -> float:
+        """The exact median of the column's numbers: the middle one, or the mean of the two
+        middle ones."""
+        lower = (moments.count - 1) // 2
+        second: float | None
+        if moments.distinct is not None:  # few distinct numbers: no second pass
+            ordered = sorted(moments.distinct.items())
+            first, second = _nth_counted(ordered, lower), _nth_counted(ordered, lower + 1)
+        else:
+            first, second = self._nth(args, lower, moments.low, moments.high)
+        if moments.count % 2:
+            return first
+        if second is None:  # the next one lies in another range: one more search
+            second = self._nth(args, lower + 1, moments.low, moments.high)[0]
+        return first if first == second else (first + second) / 2
+
+    def _nth(
+        self, args: SummarizeColumnArgs, n: int, low: float, high: float
+    ) -> tuple[float, float | None]:
+        """The ``n``-th smallest (from 0) of the column's numbers, all of which lie in
+        ``[low, high]``, and the next one when it is found in the same pass: each pass
+        counts them in _BUCKETS ranges and keeps the one that holds the ``n``-th, until at
+        most _EXACT_LIMIT are left to sort."""
+        while low < high:
+            span = high / 2 - low / 2  # halved: no overflow between -1e308 and 1e308
+            counts, mins, maxs = [0] * _BUCKETS, [math.inf] * _BUCKETS, [-math.inf] * _BUCKETS
+            inside: list[float] = []
+            at_low = 0
+            scale = _BUCKETS / span
+            last = _BUCKETS - 1
+            with self._cells("summarize_column", args.file, args.column) as cells:
+                for cell in cells:
+                    value = _number(cell.strip())
+                    if value is None or not low <= value <= high:
+                        continue
+                    at_low += value == low
+                    if len(inside) <= _EXACT_LIMIT:
+                        inside.append(value)
+                    i = min(int((value / 2 - low / 2) * scale), last)
+                    counts[i] += 1
+                    mins[i] = min(mins[i], value)
+                    maxs[i] = max(maxs[i], value)
+            if len(inside) <= _EXACT_LIMIT:
+                inside.sort()
+                return inside[n], inside[n + 1] if n + 1 < len(inside) else None
+            i = 0
+            while n >= counts[i]:
+                n -= counts[i]
+                i += 1
+            if mins[i] == maxs[i]:  # the range holds one value: no further pass is needed
+                if n + 1 < counts[i]:
+                    return mins[i], mins[i]
+                following = next((mins[j] for j in range(i + 1, _BUCKETS) if counts[j]), None)
+                return mins[i], following
+            if (mins[i], maxs[i]) == (low, high):  # no progress: two neighbouring floats
+                return (low if n < at_low else high), None
+            low, high = mins[i], maxs[i]
+        return low, None
 
     # -- helpers ---------------------------------------------------------------
 
@@ -269,6 +341,12 @@ class CsvToolDriver(MCSToolDriver):
     @contextlib.contextmanager
     def _rows(self, tool: str, file: str) -> Iterator[tuple[list[str], Iterator[dict[str, str]]]]:
         """The column names and a stream of row records of ``file``."""
+        with self._records(tool, file) as (columns, reader):
+            yield columns, (dict(zip(columns, row, strict=False)) for row in reader if row)
+
+    @contextlib.contextmanager
+    def _records(self, tool: str, file: str) -> Iterator[tuple[list[str], Iterator[list[str]]]]:
+        """The column names and the CSV reader of ``file``'s remaining rows."""
         with self.root.open_file(file) as raw:
             size = os.fstat(raw.fileno()).st_size
             if size > self.max_file_bytes:
@@ -289,8 +367,92 @@ class CsvToolDriver(MCSToolDriver):
                 dialect = csv.excel
             reader = csv.reader(text, dialect)
             header = next(reader, None)
-            columns = [name.strip() for name in header or ()]
-            yield columns, (dict(zip(columns, row, strict=False)) for row in reader if row)
+            yield [name.strip() for name in header or ()], reader
+
+    @contextlib.contextmanager
+    def _cells(self, tool: str, file: str, column: str) -> Iterator[Iterator[str]]:
+        """The cells of ``column`` in ``file``, one row at a time (no row dict is built)."""
+        with self._records(tool, file) as (columns, reader):
+            _check_column(tool, column, columns)
+            index = columns.index(column)
+            yield (row[index] if index < len(row) else "" for row in reader if row)
+
+
+class _Moments:
+    """Count, sum, extremes, mean and variance of a column's numbers, added a chunk at a
+    time (Chan's way of combining means and squared deviations); missing and non-numeric
+    cells counted, the first five non-numeric shown."""
+
+    __slots__ = (
+        "_square",
+        "_sums",
+        "count",
+        "distinct",
+        "examples",
+        "high",
+        "low",
+        "mean",
+        "missing",
+        "non_numeric",
+    )
+
+    def __init__(self) -> None:
+        self.count = self.missing = self.non_numeric = 0
+        self.mean = self._square = 0.0
+        self.low, self.high = math.inf, -math.inf
+        self.examples: list[str] = []
+        self._sums: list[float] = []
+        self.distinct: Counter[float] | None = Counter()
+        """Each number and how often it occurs, while there are at most _EXACT_LIMIT."""
+
+    def text(self, cell: str) -> None:
+        self.non_numeric += 1
+        if len(self.examples) < 5:
+            self.examples.append(cell)
+
+    def add(self, chunk: list[float]) -> None:
+        if not chunk:
+            return
+        size = len(chunk)
+        total = _fsum(chunk)
+        mean = total / size
+        deviations = [x - mean for x in chunk]
+        square = math.fsum(map(operator.mul, deviations, deviations))
+        count = self.count + size
+        delta = mean - self.mean
+        self.mean += delta * size / count
+        self._square += square + delta * delta * self.count * size / count
+        self.count = count
+        self.low, self.high = min(self.low, *chunk), max(self.high, *chunk)
+        self._sums.append(total)
+        if self.distinct is not None:
+            self.distinct.update(chunk)
+            if len(self.distinct) > _EXACT_LIMIT:
+                self.distinct = None  # too many: the median is searched for in passes
+
+    def total(self) -> float:
+        return _fsum(self._sums)
+
+    def stdev(self) -> float:
+        return math.sqrt(self._square / (self.count - 1)) if self.count > 1 else 0.0
+
+
+def _nth_counted(ordered: list[tuple[float, int]], n: int) -> float:
+    """The ``n``-th smallest (from 0) of numbers given as sorted ``(value, count)`` pairs
+    (the largest when there are fewer)."""
+    for value, count in ordered:
+        if n < count:
+            return value
+        n -= count
+    return ordered[-1][0]
+
+
+def _fsum(values: list[float]) -> float:
+    """``math.fsum``, or the sign of infinity when the sum is beyond the largest float."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return sum(values)
 
 
 def _check_column(tool: str, column: str, columns: list[str]) -> None:

@@ -213,6 +213,37 @@ def test_summarize_column(driver: CsvToolDriver) -> None:
         call(driver, "summarize_column", file="sales.csv", column="region")
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_streamed_summary_is_exact_when_the_median_needs_several_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """With tiny bounds (8 value ranges a pass, 20 numbers sorted at most) the median is found
+    by narrowing passes over the file, and still equals statistics.median; the sum is exact."""
+    import math
+    import random
+
+    import mcs_host_csv.driver as csv_driver
+
+    monkeypatch.setattr(csv_driver, "_BUCKETS", 8)
+    monkeypatch.setattr(csv_driver, "_EXACT_LIMIT", 20)
+    rng = random.Random(seed)  # noqa: S311 - test data, not a secret
+    count = rng.randint(1, 300)
+    makers = [
+        lambda: rng.uniform(-1e6, 1e6),
+        lambda: float(rng.randint(0, 3)),
+        lambda: 1e16 if rng.random() < 0.5 else 1.0,  # a naive sum loses the ones
+    ]
+    numbers = [makers[seed % 3]() for _ in range(count)]
+    rows = "".join(f"{i},{n!r}\n" for i, n in enumerate(numbers))
+    (tmp_path / "n.csv").write_text("id,value\n" + rows + "x,\ny,n/a\n")
+    summary = call(CsvToolDriver(tmp_path), "summarize_column", file="n.csv", column="value")
+    assert summary["median"] == statistics.median(numbers)
+    assert summary["sum"] == math.fsum(numbers)
+    assert (summary["count"], summary["missing"], summary["non_numeric"]) == (count, 1, 1)
+    assert (summary["min"], summary["max"]) == (min(numbers), max(numbers))
+    assert math.isclose(summary["mean"], statistics.fmean(numbers), rel_tol=1e-12)
+
+
 def test_errors_name_the_argument_at_fault(root: Path, driver: CsvToolDriver) -> None:
     with pytest.raises(
         ToolArgumentError,
