@@ -494,3 +494,17 @@ def test_bump_sets_the_version_in_pyproject_and_manifest_together_or_not_at_all(
     # the project still keeps the contract: manifest and distribution agree
     checked = run(scene, tmp_path, "check", str(project))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_call_and_run_take_strict_like_load(scene: dict[str, Any], tmp_path: Path) -> None:
+    registry = str(scene["registry"])
+    done = run(scene, tmp_path, "call", "ping", "--registry", registry)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tool_call_result"] == "pong"
+    assert "not mounted loose: not-in-registry:" in done.stderr  # no registry knows it
+    for args in (["call", "ping"], ["run", '{"tool": "ping", "arguments": {}}']):
+        done = run(scene, tmp_path, *args, "--registry", registry, "--strict")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert done.stdout == ""
+        assert "error: loose: not-in-registry:" in done.stderr
+    ran(scene)

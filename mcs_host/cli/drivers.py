@@ -171,6 +171,7 @@ def call_command(
     registry_key: RegistryKeyOption = None,
     threshold: ThresholdOption = None,
     allow_unverified: AllowUnverifiedOption = None,
+    strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
 ) -> None:
@@ -182,7 +183,15 @@ def call_command(
     except InputError as exc:
         raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
     settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, None, sets=sets, path=path
+        config,
+        registry,
+        registry_key,
+        threshold,
+        allow_unverified,
+        None,
+        strict=strict,
+        sets=sets,
+        path=path,
     )
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
@@ -200,6 +209,7 @@ def run_command(
     registry_key: RegistryKeyOption = None,
     threshold: ThresholdOption = None,
     allow_unverified: AllowUnverifiedOption = None,
+    strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
 ) -> None:
@@ -215,7 +225,15 @@ def run_command(
             message = str(exc).removeprefix("--object: ")
             raise typer.BadParameter(message, param_hint="--object") from None
     settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, None, sets=sets, path=path
+        config,
+        registry,
+        registry_key,
+        threshold,
+        allow_unverified,
+        None,
+        strict=strict,
+        sets=sets,
+        path=path,
     )
     loaded = _loaded_or_exit(settings, path)
     _respond(loaded.driver.process_llm_response(output))
@@ -227,11 +245,13 @@ def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded
         typer.echo(f"registry refused: {refused}", err=True)
     for finding in report.environment:
         typer.echo(f"host installation (ignored, grants nothing): {finding}", err=True)
-    for record in report.records:
+    for record in (*report.records, *report.plugins):
+        what = "host plugin " if record.kind == "plugin" else ""
         if record.status == "mounted":
-            typer.echo(f"mounted {record.label} ({record.trust})", err=True)
+            typer.echo(f"mounted {what}{record.label} ({record.trust})", err=True)
         elif record.status in ("rejected", "failed"):
-            typer.echo(f"not mounted {record.label}: {record.reason}: {record.message}", err=True)
+            message = f"not mounted {what}{record.label}: {record.reason}: {record.message}"
+            typer.echo(message, err=True)
     if loaded is None:
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)
