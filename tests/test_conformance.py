@@ -270,12 +270,17 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 
 def test_check_an_installed_driver_by_label() -> None:
-    done = _cli("check", "files", "--set", "root=.")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("files: passes")
+    # --set takes load's form, LABEL.KEY=VALUE; a bare KEY=VALUE is for every driver checked
+    for setting in ("files.root=.", "root=."):
+        done = _cli("check", "files", "--set", setting)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.startswith("files: passes")
     bad = _cli("check", "files", "--set", "root")
     assert bad.returncode == 2
-    assert "'root' is not KEY=VALUE" in bad.stderr
+    assert "'root' is not LABEL.KEY=VALUE" in bad.stderr
+    other = _cli("check", "files", "--set", "csv.root=.")
+    assert other.returncode == 2
+    assert "--set csv.root: no driver checked here has the label 'csv'" in other.stderr
 
 
 def test_load_settings_must_name_a_driver() -> None:

@@ -77,8 +77,9 @@ def check_command(
         list[str] | None,
         typer.Option(
             "--set",
-            help="A constructor setting KEY=VALUE (VALUE is JSON, else a string).",
-            metavar="KEY=VALUE",
+            help="A constructor setting LABEL.KEY=VALUE, as load takes it (VALUE is JSON, else "
+            "a string); KEY=VALUE sets it for every driver checked. Repeatable.",
+            metavar="LABEL.KEY=VALUE",
         ),
     ] = None,
     path: SearchPathOption = None,
@@ -89,11 +90,21 @@ def check_command(
     """
     from mcs_host.kit.conformance import check_driver
 
-    settings = settings_from(sets, "KEY=VALUE")
     try:
         drivers = _drivers_to_check(target, path)
     except (ValueError, OSError) as exc:
         fail(f"{target}: {type(exc).__name__}: {exc}")
+    labels = {label for label, _ in drivers}
+    shared: dict[str, Any] = {}
+    own: dict[str, dict[str, Any]] = {}
+    for key, value in settings_from(sets, "LABEL.KEY=VALUE").items():
+        label, dot, name = key.partition(".")
+        if dot and label in labels and name:
+            own.setdefault(label, {})[name] = value
+        elif dot:
+            fail(f"--set {key}: no driver checked here has the label {label!r}")
+        else:
+            shared[key] = value
     errors = 0
     for label, value in drivers:
         try:
@@ -102,7 +113,7 @@ def check_command(
             errors += 1
             typer.echo(f"{label}: breaks the contract\n  ERROR import: {value}: {exc!r}")
             continue
-        results = check_driver(obj, settings)
+        results = check_driver(obj, {**shared, **own.get(label, {})})
         errors += sum(r.level == "error" for r in results)
         verdict = "breaks the contract" if any(r.level == "error" for r in results) else "passes"
         typer.echo(f"{label}: {verdict}")
