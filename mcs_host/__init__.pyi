@@ -234,6 +234,7 @@ from .loading.records import (
     LoadError as LoadError,
     LoadRecord as LoadRecord,
     LoadReport as LoadReport,
+    Progress as Progress,
     VerifyRecord as VerifyRecord,
     VerifyReport as VerifyReport,
 )

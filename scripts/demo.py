@@ -5,7 +5,8 @@
 Creates .venv (if missing), installs mcs-host and the drivers in plugins/ into it the way a
 user would (pip, not editable), then runs in it:
 
-- ``mcs-host list``: discovery from installed metadata, no driver imported;
+- ``mcs-host list``: discovery from installed metadata and what verification says of each,
+  no driver imported;
 - ``mcs-host verify``: every installed file checked against the digests registry.json pins,
   still before any driver code runs;
 - ``mcs-host load``: the whole pipeline with scripts/demo/mcs-host.toml (strict, both drivers
@@ -52,10 +53,12 @@ def main() -> int:
         print(f"creating {VENV.name} with Python {sys.version.split()[0]}", flush=True)
         venv.create(VENV, with_pip=True)
     os.environ["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    run(python, "-m", "pip", "install", "-q", ".", *(p.relative_to(ROOT) for p in PLUGINS))
+    # pip's own progress (what it collects, download bars) on a terminal; quiet when piped
+    shown = [] if sys.stdout.isatty() else ["-q", "--progress-bar", "off"]
+    run(python, "-m", "pip", "install", *shown, ".", *(p.relative_to(ROOT) for p in PLUGINS))
     mcs_host = VENV / "bin" / "mcs-host"
     run(mcs_host, "--version")
-    run(mcs_host, "list")
+    run(mcs_host, "list", "--registry", "registry.json")
     run(mcs_host, "verify", "--registry", "registry.json")
     run(mcs_host, "load", "--config", CONFIG)
     run(mcs_host, "run", "--config", CONFIG, SAMPLE_OUTPUT)

@@ -1,6 +1,7 @@
 """Write the published JSON Schemas into mcs_host/schemas/, or check they are current.
 
-The MCS contract's types, the registry file and the signed release statement.
+The MCS contract's types, the registry file, the signed release statement, and the
+document each command prints with --json (cli-COMMAND.schema.json).
 
 python scripts/gen_schemas.py          # rewrite the files
 python scripts/gen_schemas.py --check  # exit 1 if a file differs from the models
@@ -13,8 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
+from mcs_host.cli.documents import DOCUMENTS, schema_urn
 from mcs_host.contract import contract_schemas
 from mcs_host.trust.registry import Registry
 from mcs_host.trust.release import ReleaseStatement
@@ -35,7 +37,30 @@ def published_schemas() -> dict[str, dict[str, object]]:
             "$id": urn,
             **model.model_json_schema(),
         }
+    for command, document in DOCUMENTS.items():
+        schema = TypeAdapter(document).json_schema()
+        _closed(schema)
+        schema["properties"]["schema"]["const"] = schema_urn(command)
+        schemas[f"cli-{command}.schema.json"] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": schema_urn(command),
+            "description": f"What `mcs-host {command} --json` prints.",
+            **schema,
+        }
     return schemas
+
+
+def _closed(schema: object) -> None:
+    """Forbid keys a document does not declare, in every object of ``schema``: a consumer
+    learns of a new key from a new schema, not from a surprise."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" and "properties" in schema:
+            schema.setdefault("additionalProperties", False)
+        for value in schema.values():
+            _closed(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _closed(value)
 
 
 def render(schema: dict[str, object]) -> str:

@@ -62,6 +62,11 @@ def step(title: str, command: list[str], env: dict[str, str] | None = None) -> b
     return ok
 
 
+def pip_output() -> list[str]:
+    """pip's own progress (what it collects, download bars) on a terminal; quiet when piped."""
+    return [] if sys.stdout.isatty() else ["-q", "--progress-bar", "off"]
+
+
 def venv_python(version: str, interpreter: str) -> Path:
     """The python of .venvs/py<version>, created if it is missing or broken."""
     venv = ROOT / ".venvs" / f"py{version}"
@@ -78,7 +83,8 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
     editable = ["-e", ".[test]"]
     for plugin in PLUGINS:
         editable += ["-e", str(plugin.relative_to(ROOT))]
-    if not step(f"{version}: install", [python, "-m", "pip", "install", "-q", *editable], env):
+    install = [python, "-m", "pip", "install", *pip_output(), *editable]
+    if not step(f"{version}: install", install, env):
         return False
     ok = True
     if lint:

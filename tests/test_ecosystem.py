@@ -180,7 +180,9 @@ def test_the_published_drivers_verify_as_pinned_reference_drivers(
     # verify says load would run that unverified code, and exits 1
     assert done.returncode == 1, done.stdout
     drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
-    assert {label: (d["status"], d["trust"], d["verified"]) for label, d in drivers.items()} == {
+    assert {
+        label: (d["verification"], d["trust"], d["verified"]) for label, d in drivers.items()
+    } == {
         "mcs-csv": ("pinned", "reference", True),
         "mcs-filesystem": ("pinned", "reference", True),
         "mcs-rest": ("pinned", "reference", False),

@@ -365,9 +365,9 @@ def test_pep_420_namespace_drivers_sharing_a_namespace_both_load(
     assert verified.returncode == 0, verified.stdout
     code, report = load_json(venv, registry, tmp_path / "state", "--strict")
     assert code == 0, report["errors"]
-    assert {r["label"]: r["trust"] for r in report["drivers"]} == {
-        "alpha": "pinned",
-        "beta": "pinned",
+    assert {r["label"]: (r["verification"], r["trust"]) for r in report["drivers"]} == {
+        "alpha": ("pinned", "community"),
+        "beta": ("pinned", "community"),
     }
     assert sorted(ran(marker)) == ["alpha ran", "beta ran"]
 
@@ -756,15 +756,20 @@ def test_an_unpinned_plugin_is_listed_refused_and_fatal_under_strict(
 ) -> None:
     venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "unpinned"))
     state = tmp_path / "state"
-    listed = cli(venv, "list", state=state)
-    assert "Host plugins" in listed.stdout
-    assert "audit-plugin" in listed.stdout
+    listed = cli(venv, "list", "--registry", registry, state=state)
+    assert (
+        "audit  plugin  audit-plugin  1.0.0    audit_plugin  -         unverified" in listed.stdout
+    )
     listed_json = json.loads(cli(venv, "list", "--json", state=state).stdout)
-    assert [p["label"] for p in listed_json["plugins"]] == ["audit"]
+    assert [(p["label"], p["kind"]) for p in listed_json["plugins"]] == [("audit", "plugin")]
     verified = cli(venv, "verify", "--json", "--registry", registry, state=state)
     assert verified.returncode == 1
     (plugin,) = json.loads(verified.stdout)["plugins"]
-    assert (plugin["kind"], plugin["status"], plugin["allowed"]) == ("plugin", "unverified", False)
+    assert (plugin["kind"], plugin["verification"], plugin["allowed"]) == (
+        "plugin",
+        "unverified",
+        False,
+    )
     code, report = load_json(venv, registry, state)
     assert code == 0
     found = record(report, "audit", "plugins")

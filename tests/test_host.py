@@ -38,7 +38,7 @@ from mcs_host import (
 
 def test_the_test_host_mounts_exactly_what_it_is_given() -> None:
     driver, report = make_test_host({"calc": Calculator, "echo": Echo()})
-    assert [(r.label, r.status, r.trust) for r in report.records] == [
+    assert [(r.label, r.status, r.verification) for r in report.records] == [
         ("calc", "mounted", "in-process"),
         ("echo", "mounted", "in-process"),
     ]

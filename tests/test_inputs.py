@@ -151,7 +151,7 @@ def test_a_registry_in_the_working_directory_is_never_used_unless_named(
     try:
         done = run(scene, tmp_path, "verify", "--json")
         assert done.returncode == 1
-        drivers = {d["label"]: d["status"] for d in json.loads(done.stdout)["drivers"]}
+        drivers = {d["label"]: d["verification"] for d in json.loads(done.stdout)["drivers"]}
         assert drivers == {"loose": "unverified", "pinned": "unverified"}
         assert f"note: {planted} is not used: a registry in the working directory" in done.stderr
         named = run(scene, tmp_path, "verify", "pinned", "--registry", "registry.json")
@@ -210,7 +210,9 @@ def test_deny_or_allow_settles_a_label_conflict_in_load_and_verify(
     )
     assert verified.returncode == 0, verified.stdout
     drivers = json.loads(verified.stdout)["drivers"]
-    assert [(d["distribution"], d["status"]) for d in drivers] == [("other-weather", "pinned")]
+    assert [(d["distribution"], d["verification"]) for d in drivers] == [
+        ("other-weather", "pinned")
+    ]
 
 
 # -- bounded, typed input ----------------------------------------------------------------------
@@ -262,14 +264,14 @@ def test_a_metadata_file_that_is_not_a_bounded_regular_file_is_named_and_the_res
     }[kind]
     if file == "RECORD":  # discovery reads no RECORD: verification names it
         (loose,) = [d for d in report["drivers"] if d["label"] == "loose"]
-        assert (loose["status"], loose["reason"]) == ("rejected", "record-invalid")
+        assert (loose["verification"], loose["reason"]) == ("rejected", "record-invalid")
         assert f"RECORD {why}" in loose["message"]
     else:
         problems = [p["message"] for p in listing["problems"]]
         assert any(str(target) in m and why in m for m in problems), problems
     assert "pinned" in {d["label"] for d in listing["drivers"]}  # the others are still found
     (pinned,) = [d for d in report["drivers"] if d["label"] == "pinned"]
-    assert pinned["status"] == "pinned"
+    assert pinned["verification"] == "pinned"
     assert ran(scene) == []
 
 
@@ -295,7 +297,7 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
     state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
     done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
     (driver,) = json.loads(done.stdout)["drivers"]
-    assert (driver["status"], driver["reason"]) == ("rejected", "manifest-invalid")
+    assert (driver["verification"], driver["reason"]) == ("rejected", "manifest-invalid")
     assert "JSON nested 5001 levels deep; the limit is 64" in driver["message"]
     # a signature file nested too deep: the wheel's own manifest fixed, the signature planted
     (info,) = venv.site_packages.glob("deep_driver-*.dist-info")
@@ -305,7 +307,7 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
     done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
     assert "Traceback" not in done.stderr
     (driver,) = json.loads(done.stdout)["drivers"]
-    assert driver["status"] == "rejected"
+    assert driver["verification"] == "rejected"
     assert not marker.exists()
 
 

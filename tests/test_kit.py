@@ -78,10 +78,11 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
 
     venv.install(first, wheelhouse=wheelhouse)
     (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
-    assert (record["label"], record["status"], record["trust"]) == (
+    assert (record["label"], record["status"], record["verification"], record["trust"]) == (
         "acme-weather",
         "mounted",
         "pinned",
+        "community",
     )
     assert record["tools"] == ["greet"]
     call = venv.run(
@@ -99,7 +100,12 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
     _ok(venv.run("mcs-host", "sign", second, "--key", key))
     venv.install(second, wheelhouse=wheelhouse)
     (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
-    assert (record["version"], record["status"], record["trust"]) == ("0.2.0", "mounted", "signed")
+    assert (record["version"], record["status"], record["verification"]) == (
+        "0.2.0",
+        "mounted",
+        "signed",
+    )
+    assert record["trust"] == "community"
 
     # the same release, signed by somebody else's key, is not trusted
     third = build_wheel(project, tmp_path / "other")

@@ -219,7 +219,10 @@ def test_each_failure_is_isolated_while_the_other_drivers_mount(
         in by_label["importboom"]["message"]
     )
     assert "'reason': 'database down'" in by_label["sick"]["message"]
-    assert by_label["good"]["trust"] == "pinned"
+    assert (by_label["good"]["verification"], by_label["good"]["trust"]) == (
+        "pinned",
+        "community",
+    )
     assert set(by_label["good"]["timings_ms"]) >= {
         "verify",
         "check",
@@ -326,7 +329,10 @@ def test_host_plugins_are_verified_audit_calls_and_unknown_hooks_are_refused(
     venv: Venv = scene["venv"]
     done = venv.run("mcs-host", "load", "--json", "--config", config)
     plugins = {p["label"]: p for p in json.loads(done.stdout)["plugins"]}
-    assert (plugins["audit"]["status"], plugins["audit"]["trust"]) == ("mounted", "pinned")
+    assert (plugins["audit"]["status"], plugins["audit"]["verification"]) == (
+        "mounted",
+        "pinned",
+    )
     assert (plugins["rogue"]["status"], plugins["rogue"]["reason"]) == ("failed", "invalid-plugin")
     assert "implements unknown hook 'mcs_host_before_everything'" in plugins["rogue"]["message"]
     log = scene["root"] / "audit.log"
@@ -393,7 +399,7 @@ def test_the_demo_loads_the_bundled_drivers_and_runs_its_sample(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "csv mounted mounted pinned",
-        "files skipped not-requested None",
+        "csv mounted pinned verified",
+        "files skipped None None",
         "True 96.625",
     ]

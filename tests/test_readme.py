@@ -116,3 +116,29 @@ def test_the_exit_codes_are_the_same_in_the_readme_and_in_help() -> None:
     text = " ".join(done.stdout.split())
     for code, meaning in EXIT_CODES:
         assert f"{code} {meaning}" in text
+
+
+def test_the_readme_command_line_tables_are_what_help_and_the_schemas_say() -> None:
+    """The command and --json tables are generated (scripts/gen_cli_docs.py); each command's
+    synopsis names exactly the options and placeholders its ``--help`` shows."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_cli_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    script = Path(sys.executable).parent / "mcs-host"
+    block = README.split("<!-- begin: command table", 1)[1].split("<!-- end: command table")[0]
+    rows = re.findall(r"^\| `mcs-host ([a-z-]+)(.*?)` \| ", block, flags=re.MULTILINE)
+    assert len(rows) == 14
+    for name, synopsis in rows:
+        helped = subprocess.run(
+            [str(script), name, "--help"], capture_output=True, text=True, check=True
+        ).stdout
+        options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", synopsis))
+        listed = helped.partition("\nOptions:\n")[2]
+        shown = set(re.findall(r"^  (--[a-z][a-z-]*)", listed, flags=re.MULTILINE)) - {"--help"}
+        assert options == shown, f"{name}: README {sorted(options)}, --help {sorted(shown)}"
+        for placeholder in re.findall(r"\b[A-Z][A-Z.=_]*[A-Z]\b", synopsis):
+            assert placeholder in helped, f"{name}: {placeholder} is not in its --help"

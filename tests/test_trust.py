@@ -134,7 +134,7 @@ def test_the_bundled_drivers_verify_as_pinned_in_a_fresh_venv(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
-    assert {label: d["status"] for label, d in drivers.items()} == {
+    assert {label: d["verification"] for label, d in drivers.items()} == {
         "csv": "pinned",
         "files": "pinned",
     }

@@ -8,9 +8,10 @@ the unsafe first ``sys.path`` entry (the script's directory, or the current dire
 ``python -m``) is dropped unless the host itself was loaded from it. ``mcs-host check``, which
 runs a driver's code on purpose, is not locked down.
 
-``mcs-host list`` with only ``--json`` and ``--path`` is answered here from metadata, without
-importing typer or pydantic (together ~70 ms, more than the listing itself); every other
-command line, including anything ``list`` would reject, goes to :mod:`mcs_host.cli`.
+``mcs-host list --no-verify`` with only ``--json`` and ``--path`` besides is answered here
+from metadata, without importing typer or pydantic (together ~70 ms, more than the listing
+itself); every other command line, including anything ``list`` would reject, goes to
+:mod:`mcs_host.cli`.
 """
 
 import os
@@ -81,12 +82,15 @@ def _isolate() -> None:
 
 
 def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:
-    """``(as_json, paths)`` for a ``list`` command line typer would accept as it is, else None."""
-    if not args or args[0] != "list":
+    """``(as_json, paths)`` for a ``list --no-verify`` command line typer would accept as it
+    is, else None."""
+    if not args or args[0] != "list" or "--no-verify" not in args:
         return None
     as_json, paths = False, []
     rest = iter(args[1:])
     for arg in rest:
+        if arg == "--no-verify":
+            continue
         if arg == "--json":
             as_json = True
         elif arg == "--path":

@@ -11,7 +11,7 @@ import typer
 
 from mcs_host._version import __version__
 
-from . import author, drivers, trust
+from . import author, drivers, keys, trust
 
 EXIT_CODES = (
     ("0", "done: everything asked for loaded, verified or ran"),
@@ -60,10 +60,10 @@ for _name, _command in (
     ("call", drivers.call_command),
     ("run", drivers.run_command),
     ("lock", trust.lock_drivers),
-    ("keygen", trust.keygen),
-    ("public-key", trust.public_key),
-    ("sign", trust.sign),
-    ("sign-registry", trust.sign_registry),
+    ("keygen", keys.keygen),
+    ("public-key", keys.public_key),
+    ("sign", keys.sign),
+    ("sign-registry", keys.sign_registry),
     ("allow", trust.allow_command),
     ("new", author.new_command),
     ("bump", author.bump_command),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +13,15 @@ import typer
 
 from mcs_host.discovery import discover
 
-from .options import SearchPathOption, fail, settings_from
+from .documents import (
+    BumpDocument,
+    CheckDocument,
+    CheckedDriver,
+    CheckResult,
+    NewDocument,
+    schema_urn,
+)
+from .options import JsonOption, SearchPathOption, fail, settings_from
 
 
 def new_command(
@@ -34,17 +44,33 @@ def new_command(
     repository: Annotated[
         str | None, typer.Option("--repository", help="Its source repository URL.", metavar="URL")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests."""
+    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests.
+
+    A label that breaks the label rule, or a repository that is no https, ssh or git URL, is
+    refused before anything is written.
+    """
     from mcs_host.kit.scaffold import new_driver
 
     try:
         root = new_driver(name, directory, label=label, publisher=publisher, repository=repository)
     except (ValueError, FileExistsError) as exc:
         fail(str(exc))
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    created = [os.fspath(p) for p in sorted(p for p in root.rglob("*") if p.is_file())]
+    advice = f"cd {root} && pip install -e '.[test]' && pytest && mcs-host check ."
+    if as_json:
+        document: NewDocument = {
+            "schema": schema_urn("new"),
+            "root": os.fspath(root),
+            "created": created,
+            "next": advice,
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    for path in created:
         typer.echo(f"created {path}")
-    typer.echo(f"next: cd {root} && pip install -e '.[test]' && pytest && mcs-host check .")
+    typer.echo(f"next: {advice}")
 
 
 def bump_command(
@@ -54,14 +80,24 @@ def bump_command(
     directory: Annotated[
         Path, typer.Option("--dir", help="The driver project.", file_okay=False, metavar="DIR")
     ] = Path("."),
+    as_json: JsonOption = False,
 ) -> None:
-    """Set a driver project's version in pyproject.toml and in every mcs-driver.json at once."""
+    """Set a driver project's version in pyproject.toml and in every mcs-driver.json at once
+    (SemVer that is also PEP 440); nothing is written if any file cannot be."""
     from mcs_host.kit.versioning import bump_version
 
     try:
         changed = bump_version(directory, version)
     except ValueError as exc:
         fail(str(exc))
+    if as_json:
+        document: BumpDocument = {
+            "schema": schema_urn("bump"),
+            "version": version,
+            "changed": [os.fspath(p) for p in changed],
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
     for path in changed:
         typer.echo(f"set {version} in {path}")
 
@@ -83,8 +119,10 @@ def check_command(
         ),
     ] = None,
     path: SearchPathOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Check that a driver keeps the MCS contract (this runs the driver's code).
+    """Check that a project directory's drivers, or an installed driver, keep the MCS
+    contract (this runs the driver's code).
 
     Exits 1 when a driver has an error.
     """
@@ -105,21 +143,39 @@ def check_command(
             fail(f"--set {key}: no driver checked here has the label {label!r}")
         else:
             shared[key] = value
-    errors = 0
+    checked: list[CheckedDriver] = []
     for label, value in drivers:
         try:
             obj = _load_object(value)
         except (Exception, SystemExit) as exc:  # one driver that cannot be imported is its error
-            errors += 1
-            typer.echo(f"{label}: breaks the contract\n  ERROR import: {value}: {exc!r}")
+            failure: CheckResult = {
+                "level": "error",
+                "code": "import",
+                "message": f"{value}: {exc!r}",
+            }
+            checked.append({"label": label, "passes": False, "results": [failure]})
             continue
         results = check_driver(obj, {**shared, **own.get(label, {})})
-        errors += sum(r.level == "error" for r in results)
-        verdict = "breaks the contract" if any(r.level == "error" for r in results) else "passes"
-        typer.echo(f"{label}: {verdict}")
-        for result in results:
-            typer.echo(f"  {result}")
-    if errors:
+        checked.append(
+            {
+                "label": label,
+                "passes": not any(r.level == "error" for r in results),
+                "results": [
+                    {"level": r.level, "code": r.code, "message": r.message} for r in results
+                ],
+            }
+        )
+    ok = all(d["passes"] for d in checked)
+    if as_json:
+        document: CheckDocument = {"schema": schema_urn("check"), "ok": ok, "drivers": checked}
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        for driver in checked:
+            verdict = "passes" if driver["passes"] else "breaks the contract"
+            typer.echo(f"{driver['label']}: {verdict}")
+            for result in driver["results"]:
+                typer.echo(f"  {result['level'].upper()} {result['code']}: {result['message']}")
+    if not ok:
         raise typer.Exit(1)
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,6 +16,8 @@ import typer
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
 from ._listing import render_listing
+from .console import Progress, Ticker, use_colour
+from .documents import CallDocument, schema_urn
 from .options import (
     AllowExtensionsOption,
     AllowUnverifiedOption,
@@ -34,19 +37,72 @@ from .options import (
 from .render import report_json, report_text, verify_json, verify_text
 
 if TYPE_CHECKING:
-    from mcs_host.contract import DriverResponse
     from mcs_host.loading.config import HostConfig
     from mcs_host.loading.records import Loaded, LoadReport
 
 
-def list_drivers(as_json: JsonOption = False, path: SearchPathOption = None) -> None:
-    """List the installed drivers and host plugins from their metadata, without importing
-    any of them."""
+def list_drivers(
+    as_json: JsonOption = False,
+    path: SearchPathOption = None,
+    no_verify: Annotated[
+        bool,
+        typer.Option(
+            "--no-verify",
+            help="Read metadata only: no registry, no digest (the fastest answer).",
+        ),
+    ] = False,
+    config: ConfigOption = None,
+    registry: RegistryOption = None,
+    registry_key: RegistryKeyOption = None,
+    threshold: ThresholdOption = None,
+) -> None:
+    """List the installed drivers and host plugins, and what verification decides for each,
+    without importing any of them. Exits 0 whatever it finds."""
     for directory in path or ():
         if not directory.is_dir():
             fail(f"--path {directory}: no such directory")
+    found = discover(path)
+    trust: dict[tuple[str, str, str], tuple[str | None, str | None]] | None = None
+    registries: tuple[str, ...] = ()
+    if not no_verify:
+        from mcs_host.loading.config import ConfigError
+        from mcs_host.loading.host import Host
+
+        settings = config_from_options(
+            config, registry, registry_key, threshold, None, None, path=path
+        )
+        search = [os.fspath(p) for p in path] if path else None
+        try:
+            with Progress(not as_json) as progress:
+                report = Host(settings, search_path=search).verify([], progress=progress)
+        except ConfigError as exc:
+            fail(str(exc))
+        registries = report.registries
+        trust = {
+            (r.kind, r.label, r.verification.candidate.distribution): (
+                r.verification.status,
+                r.verification.trust,
+            )
+            for r in report.records
+        }
+        if not as_json:
+            for _, message in report.registry_errors:
+                typer.echo(f"registry refused: {message}", err=True)
+        # drivers a registry declares for distributions that ship no entry point
+        declared = [
+            r.verification.candidate
+            for r in report.records
+            if r.kind == "driver" and r.verification.candidate.declared
+        ]
+        if declared:
+            listed = sorted(
+                (*found.candidates, *declared), key=lambda c: (c.label, c.project, c.version)
+            )
+            found = replace(found, candidates=tuple(listed))
     plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
-    typer.echo(render_listing(discover(path), as_json, plugins))
+    colour = not as_json and use_colour()
+    text = render_listing(found, as_json, plugins, trust, registries, colour)
+    typer.echo(text, color=colour)
 
 
 def verify_drivers(
@@ -74,20 +130,21 @@ def verify_drivers(
     )
     search = [os.fspath(p) for p in path] if path else None
     try:
-        report = Host(settings, search_path=search).verify(list(labels or ()))
+        with Progress(not as_json) as progress:
+            report = Host(settings, search_path=search).verify(labels or (), progress=progress)
     except ConfigError as exc:
         fail(str(exc))
     if as_json:
-        document = {**verify_json(report), "config_notes": list(settings.notes)}
-        typer.echo(json.dumps(document, indent=2))
+        typer.echo(json.dumps(verify_json(report, settings.notes), indent=2))
     else:
-        typer.echo(verify_text(report))
+        colour = use_colour()
+        typer.echo(verify_text(report, colour), color=colour)
     if not report.ok:
         raise typer.Exit(1)
 
 
 def _load(
-    config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None
+    config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None, show: bool = True
 ) -> tuple[Loaded | None, LoadReport]:
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
@@ -95,7 +152,8 @@ def _load(
 
     search = [os.fspath(p) for p in path] if path else None
     try:
-        loaded = Host(config, search_path=search).load(list(labels))
+        with Progress(show) as progress:
+            loaded = Host(config, search_path=search).load(labels, progress=progress)
     except LoadError as exc:
         return None, exc.report
     except ConfigError as exc:  # a registry the configuration names cannot be read
@@ -123,7 +181,8 @@ def load_command(
         str | None, typer.Option("--model", help="The model the prompt is for.", metavar="NAME")
     ] = None,
 ) -> None:
-    """Discover, verify, check, import and mount the drivers; show the load report.
+    """Discover, verify, check, import and mount the drivers; show the load report: each
+    mount's status, verification and trust, and the tools under their final names.
 
     Exits 1 only for errors: strict mode, required drivers, labels that do not exist.
     """
@@ -139,23 +198,48 @@ def load_command(
         sets=sets,
         path=path,
     )
-    loaded, report = _load(settings, labels or (), path)
+    loaded, report = _load(settings, labels or (), path, show=not as_json)
     if as_json:
-        document = {**report_json(report, loaded), "config_notes": list(settings.notes)}
+        document = report_json(report, loaded, settings.notes)
         if prompt and loaded is not None:
             document["system_prompt"] = loaded.driver.get_driver_system_message(model)
         typer.echo(json.dumps(document, indent=2, default=str))
     else:
-        typer.echo(report_text(report, loaded))
+        colour = use_colour()
+        typer.echo(report_text(report, loaded, colour), color=colour)
         if prompt and loaded is not None:
             typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
     if not report.ok:
         raise typer.Exit(1)
 
 
-def _respond(response: DriverResponse) -> None:
-    typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
-    if response.call_failed:
+def _answer(
+    command: str,
+    settings: HostConfig,
+    path: Sequence[Path] | None,
+    output: str | dict[str, Any],
+    as_json: bool,
+) -> None:
+    """Load the stack, pass it ``output`` and print the DriverResponse (or, with ``--json``,
+    the load and the response as one document); exit 1 when either failed."""
+    if not as_json:
+        stack = _loaded_or_exit(settings, path).driver
+        with Ticker(f"{_what(output)} running"):
+            response = stack.process_llm_response(output)
+        typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
+        if response.call_failed:
+            raise typer.Exit(1)
+        return
+    loaded, report = _load(settings, (), path, show=False)
+    answer = loaded.driver.process_llm_response(output) if loaded is not None else None
+    document: CallDocument = {
+        "schema": schema_urn(command),
+        "ok": answer is not None and not answer.call_failed,
+        "load": report_json(report, loaded, settings.notes),
+        "response": answer.model_dump(mode="json") if answer is not None else None,
+    }
+    typer.echo(json.dumps(document, indent=2, default=str))
+    if not document["ok"]:
         raise typer.Exit(1)
 
 
@@ -174,8 +258,12 @@ def call_command(
     strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Load the stack and send it one tool call; print the DriverResponse."""
+    """Load the stack and send it one tool call; print the DriverResponse.
+
+    Exits 1 when the call failed or the load had errors.
+    """
     from mcs_host._files import InputError, loads_json
 
     try:
@@ -193,8 +281,7 @@ def call_command(
         sets=sets,
         path=path,
     )
-    loaded = _loaded_or_exit(settings, path)
-    _respond(loaded.driver.process_llm_response({"tool": tool, "arguments": arguments}))
+    _answer("call", settings, path, {"tool": tool, "arguments": arguments}, as_json)
 
 
 def run_command(
@@ -212,8 +299,13 @@ def run_command(
     strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Load the stack and pass it an LLM's output; print the DriverResponse."""
+    """Load the stack and pass it an LLM's output (text, or a provider's JSON message with
+    --object); print the DriverResponse.
+
+    Exits 1 when the call failed or the load had errors.
+    """
     raw = sys.stdin.read() if text == "-" else text
     output: str | dict[str, Any] = raw
     if as_object:
@@ -235,8 +327,13 @@ def run_command(
         sets=sets,
         path=path,
     )
-    loaded = _loaded_or_exit(settings, path)
-    _respond(loaded.driver.process_llm_response(output))
+    _answer("run", settings, path, output, as_json)
+
+
+def _what(output: str | dict[str, Any]) -> str:
+    """What the ticker names while a call runs: the tool, when the command line named it."""
+    tool = output.get("tool") if isinstance(output, dict) else None
+    return f"tool {tool}" if isinstance(tool, str) else "the LLM output's tool call"
 
 
 def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded:

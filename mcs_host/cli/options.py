@@ -4,6 +4,7 @@ exit 2 and one line."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -13,7 +14,14 @@ import typer
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON document instead of text (its schema: "
+        "mcs_host/schemas/cli-COMMAND.schema.json).",
+    ),
+]
 
 
 SearchPathOption = Annotated[
@@ -226,5 +234,9 @@ def parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
 
 
 def fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
+    """Say ``error: message`` on stderr (``error:`` in red on a terminal) and exit 2."""
+    from .console import paint, use_colour
+
+    colour = use_colour(sys.stderr)
+    typer.echo(f"{paint('error:', 'bad', colour)} {message}", err=True, color=colour)
     raise typer.Exit(2)

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._listing import table
+from .documents import LoadDocument, Mount, MountedTool, VerifiedDriver, VerifyDocument, schema_urn
 
 if TYPE_CHECKING:
-    from mcs_host.loading.records import Loaded, LoadReport, VerifyRecord, VerifyReport
+    from mcs_host.loading.records import (
+        Loaded,
+        LoadRecord,
+        LoadReport,
+        VerifyRecord,
+        VerifyReport,
+    )
 
 
-def verify_json(report: VerifyReport) -> dict[str, Any]:
-    def record(r: VerifyRecord) -> dict[str, Any]:
+def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocument:
+    def record(r: VerifyRecord) -> VerifiedDriver:
         v = r.verification
         return {
             "label": r.label,
             "kind": r.kind,
             "distribution": v.candidate.distribution,
             "version": v.candidate.version,
-            "status": v.status,
+            "verification": v.status,
+            "trust": v.trust,
             "allowed": v.allowed,
             "loadable": r.loadable,
             "verified": r.verified,
@@ -27,7 +35,6 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
             "refusal": {"reason": r.refusal[0], "message": r.refusal[1]} if r.refusal else None,
             "unverified": list(r.unverified),
             "driver_id": v.driver_id,
-            "trust": v.trust_label,
             "digest": v.digest,
             "files": v.scan.digest.files if v.scan and v.scan.digest else None,
             "bytes": v.scan.digest.bytes if v.scan and v.scan.digest else None,
@@ -53,6 +60,7 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         }
 
     return {
+        "schema": schema_urn("verify"),
         "ok": report.ok,
         "registries": list(report.registries),
         "registry_errors": [
@@ -63,33 +71,42 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "plugins": [record(r) for r in report.records if r.kind == "plugin"],
         "environment": list(report.environment),
         "startup": [{"path": path, "what": what} for path, what in report.startup],
+        "config_notes": list(notes),
     }
 
 
-def verify_text(report: VerifyReport) -> str:
+def verify_text(report: VerifyReport, colour: bool = False) -> str:
     lines = [f"Registries: {', '.join(report.registries) if report.registries else 'none'}"]
     lines += [f"  refused: {message}" for _, message in report.registry_errors]
     lines.append("")
     rows = []
     for r in report.records:
         v = r.verification
-        status = str(v.status)
-        if v.status not in ("revoked", "rejected") and not r.loadable:
-            status += " (refused)"
+        trust = v.trust or "-"
         rows.append(
             [
                 r.label,
                 r.kind,
                 v.candidate.distribution,
                 v.candidate.version,
-                status,
-                v.trust_label or "-",
+                str(v.status),
+                trust,
+                "yes" if r.loadable else "no",
                 (v.digest or "-")[:19],
             ]
         )
     if rows:
-        headers = ["LABEL", "KIND", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "DIGEST"]
-        lines += table(headers, rows)
+        headers = [
+            "LABEL",
+            "KIND",
+            "DISTRIBUTION",
+            "VERSION",
+            "VERIFICATION",
+            "TRUST",
+            "LOADABLE",
+            "DIGEST",
+        ]
+        lines += table(headers, rows, colour)
         lines.append("")
     for r in report.records:
         v = r.verification
@@ -119,8 +136,10 @@ def verify_text(report: VerifyReport) -> str:
     return "\n".join(lines)
 
 
-def report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
-    def record(r: Any) -> dict[str, Any]:
+def report_json(
+    report: LoadReport, loaded: Loaded | None, notes: tuple[str, ...] = ()
+) -> LoadDocument:
+    def record(r: LoadRecord) -> Mount:
         return {
             "label": r.label,
             "kind": r.kind,
@@ -130,20 +149,22 @@ def report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
             "status": r.status,
             "reason": r.reason,
             "message": r.message,
+            "verification": r.verification,
             "trust": r.trust,
             "tools": list(r.tools),
             "timings_ms": {k: round(v * 1000, 3) for k, v in r.timings.items()},
             "warnings": list(r.warnings),
             "traceback": r.traceback,
-            "health": r.health,
+            "health": dict(r.health) if r.health is not None else None,
         }
 
-    tools = []
+    tools: list[MountedTool] = []
     if loaded is not None:
         for tool in loaded.driver.list_tools():
             label, own = loaded.driver.route(tool.name)
             tools.append({"name": tool.name, "label": label, "tool": own})
     return {
+        "schema": schema_urn("load"),
         "ok": report.ok,
         "errors": list(report.errors),
         "registry_errors": list(report.registry_errors),
@@ -152,10 +173,11 @@ def report_json(report: LoadReport, loaded: Loaded | None) -> dict[str, Any]:
         "tools": tools,
         "timings_ms": {k: round(v * 1000, 3) for k, v in report.timings.items()},
         "environment": list(report.environment),
+        "config_notes": list(notes),
     }
 
 
-def report_text(report: LoadReport, loaded: Loaded | None) -> str:
+def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False) -> str:
     lines = [f"  registry refused: {e}" for e in report.registry_errors]
     rows = [
         [
@@ -164,6 +186,7 @@ def report_text(report: LoadReport, loaded: Loaded | None) -> str:
             r.distribution or "-",
             r.version or "-",
             r.status,
+            r.verification or "-",
             r.trust or "-",
             str(len(r.tools)) if r.status == "mounted" else "-",
             f"{sum(r.timings.values()) * 1000:.1f} ms" if r.timings else "-",
@@ -171,8 +194,18 @@ def report_text(report: LoadReport, loaded: Loaded | None) -> str:
         for r in (*report.records, *report.plugins)
     ]
     if rows:
-        headers = ["LABEL", "DRIVER", "DISTRIBUTION", "VERSION", "STATUS", "TRUST", "TOOLS", "TIME"]
-        lines += table(headers, rows)
+        headers = [
+            "LABEL",
+            "DRIVER",
+            "DISTRIBUTION",
+            "VERSION",
+            "STATUS",
+            "VERIFICATION",
+            "TRUST",
+            "TOOLS",
+            "TIME",
+        ]
+        lines += table(headers, rows, colour)
         lines.append("")
     for r in (*report.records, *report.plugins):
         if r.status != "mounted":

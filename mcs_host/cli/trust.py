@@ -1,11 +1,12 @@
-"""The commands that manage trust: ``lock`` (registry pins), ``keygen``, ``sign``,
-``sign-registry`` and ``allow`` (approve a project's configuration)."""
+"""The commands that decide what is trusted: ``lock`` (registry pins) and ``allow`` (approve a
+project's configuration)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -13,10 +14,13 @@ import typer
 
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
-from .options import LabelsArgument, SearchPathOption, fail, parse_ids, parse_pairs
+from .console import Progress
+from .documents import AllowDocument, LockDocument, schema_urn
+from .options import JsonOption, LabelsArgument, SearchPathOption, fail, parse_ids, parse_pairs
 
 if TYPE_CHECKING:
     from mcs_host.trust.registry import TrustLabel
+    from mcs_host.trust.release import Release
 
 
 def lock_drivers(
@@ -83,13 +87,14 @@ def lock_drivers(
         ),
     ] = None,
     path: SearchPathOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Write registry pins for installed drivers, installed distributions, or wheel files.
+    """Write registry pins for installed drivers, installed distributions, or wheel files
+    into one plain registry file (a signed one is refused).
 
     A wheel or distribution without drivers (and not named by --declare) is pinned as a
     library: a dependency drivers import, verified before they import it.
     """
-    from mcs_host.discovery import installed_distribution
     from mcs_host.trust.registry import (
         REGISTRY_FORMAT,
         Registry,
@@ -97,13 +102,7 @@ def lock_drivers(
         default_registry_paths,
         is_envelope,
     )
-    from mcs_host.trust.release import (
-        Release,
-        lock,
-        release_from_candidates,
-        release_from_installed,
-        release_from_wheel,
-    )
+    from mcs_host.trust.release import lock
 
     if trust not in ("verified", "reference", "community"):
         raise typer.BadParameter(
@@ -131,24 +130,8 @@ def lock_drivers(
     declared = parse_pairs(declare, "--declare")
     releases: list[Release]
     try:
-        if wheel or distribution:
-            releases = [release_from_wheel(w) for w in wheel or ()]
-            search = [os.fspath(p) for p in path] if path else sys.path
-            for name in distribution or ():
-                found_dist = installed_distribution(name, search)
-                if found_dist is None:
-                    fail(f"{name} is not installed")
-                dist_name, version, metadata_path, _ = found_dist
-                releases.append(release_from_installed(metadata_path, dist_name, version))
-        else:
-            found = discover(path)
-            plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
-            candidates = (*found.candidates, *plugins.candidates)
-            wanted = [c for c in candidates if not labels or c.label in labels]
-            missing = sorted(set(labels or ()) - {c.label for c in wanted})
-            if missing:
-                fail(f"no installed driver has the label {', '.join(missing)}")
-            releases = release_from_candidates(wanted)
+        with Progress(not as_json) as progress:
+            releases = _releases(labels, wheel, distribution, path, progress)
         updated = lock(
             current,
             releases,
@@ -162,155 +145,72 @@ def lock_drivers(
         updated.save(target)
     except (ValueError, OSError, RegistryError) as exc:
         fail(str(exc))
+    _report_pins(target, releases, as_json)
+
+
+def _releases(
+    labels: Sequence[str] | None,
+    wheels: Sequence[Path] | None,
+    distributions: Sequence[str] | None,
+    path: Sequence[Path] | None,
+    progress: Progress,
+) -> list[Release]:
+    """The releases ``lock`` pins: the wheels and distributions named, else the installed
+    drivers and host plugins (or only ``labels``)."""
+    from mcs_host.discovery import installed_distribution
+    from mcs_host.trust.release import (
+        release_from_candidates,
+        release_from_installed,
+        release_from_wheel,
+    )
+
+    if not (wheels or distributions):
+        found = discover(path)
+        plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
+        candidates = (*found.candidates, *plugins.candidates)
+        wanted = [c for c in candidates if not labels or c.label in labels]
+        missing = sorted(set(labels or ()) - {c.label for c in wanted})
+        if missing:
+            fail(f"no installed driver has the label {', '.join(missing)}")
+        return release_from_candidates(wanted, progress)
+    named: list[Path | str] = [*(wheels or ()), *(distributions or ())]
+    releases = []
+    search = [os.fspath(p) for p in path] if path else sys.path
+    for done, item in enumerate(named):
+        progress(done, len(named), f"hashing {item}")
+        if isinstance(item, Path):
+            releases.append(release_from_wheel(item))
+            continue
+        found_dist = installed_distribution(item, search)
+        if found_dist is None:
+            fail(f"{item} is not installed")
+        dist_name, version, metadata_path, _ = found_dist
+        releases.append(release_from_installed(metadata_path, dist_name, version))
+    return releases
+
+
+def _report_pins(target: str, releases: list[Release], as_json: bool) -> None:
+    document: LockDocument = {"schema": schema_urn("lock"), "registry": target, "pinned": []}
     for release in releases:
         pin = release.pin()
+        document["pinned"].append(
+            {
+                "distribution": release.distribution,
+                "version": release.version,
+                "digest": pin.digest,
+                "files": pin.files,
+                "bytes": pin.bytes,
+            }
+        )
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+        return
+    for row in document["pinned"]:
         typer.echo(
-            f"pinned {release.distribution} {release.version}: {pin.digest} "
-            f"({pin.files} files, {pin.bytes} bytes)"
+            f"pinned {row['distribution']} {row['version']}: {row['digest']} "
+            f"({row['files']} files, {row['bytes']} bytes)"
         )
     typer.echo(f"wrote {target}")
-
-
-def keygen(
-    key_file: Annotated[
-        Path,
-        typer.Argument(
-            help="Where to write the private key (mode 0600).", dir_okay=False, metavar="KEYFILE"
-        ),
-    ],
-) -> None:
-    """Create an ed25519 signing key; prints the public key to put in a registry."""
-    from mcs_host.trust.signatures import PrivateKey
-
-    key = PrivateKey.generate()
-    try:
-        # a directory made for the key is its owner's alone, as the key file is
-        key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        key.save(key_file)
-    except FileExistsError:
-        fail(f"{key_file} exists; refusing to overwrite a key")
-    except OSError as exc:
-        fail(f"cannot write {key_file}: {exc.strerror}")
-    typer.echo(f"public key: {key.public_key}")
-    typer.echo(f"key id:     {key.public_key.keyid}")
-
-
-def public_key(
-    key_file: Annotated[
-        Path,
-        typer.Argument(
-            help="A private key file from keygen.", exists=True, dir_okay=False, metavar="KEYFILE"
-        ),
-    ],
-) -> None:
-    """Print the public key and key id of an existing private key (for a registry's
-    publisher_keys or --registry-key)."""
-    from mcs_host.trust.signatures import PrivateKey
-
-    try:
-        key = PrivateKey.load(key_file)
-    except (OSError, ValueError) as exc:
-        fail(str(exc))
-    typer.echo(f"public key: {key.public_key}")
-    typer.echo(f"key id:     {key.public_key.keyid}")
-
-
-def sign(
-    wheel: Annotated[
-        Path,
-        typer.Argument(help="The wheel to sign.", exists=True, dir_okay=False, metavar="WHEEL"),
-    ],
-    key: Annotated[
-        Path,
-        typer.Option(
-            "--key",
-            help="Private key file from keygen.",
-            exists=True,
-            dir_okay=False,
-            metavar="KEYFILE",
-        ),
-    ],
-    ids: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--id", help="LABEL=ID for a driver without mcs-driver.json.", metavar="LABEL=ID"
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", help="Write the signed wheel here instead.", dir_okay=False, metavar="WHEEL"
-        ),
-    ] = None,
-) -> None:
-    """Sign a wheel's release statement (digest, drivers, trust manifests) with a publisher key."""
-    from mcs_host.trust.release import sign_wheel
-    from mcs_host.trust.signatures import PrivateKey, SignatureError
-
-    try:
-        private = PrivateKey.load(key)
-        statement = sign_wheel(wheel, private, parse_ids(ids), output)
-    except (ValueError, SignatureError) as exc:
-        fail(str(exc))
-    typer.echo(f"signed {statement.distribution} {statement.version} {statement.digest}")
-    for driver in statement.drivers:
-        typer.echo(f"  driver {driver.label} = {driver.object} (id {driver.id})")
-    typer.echo(f"  by key {private.public_key.keyid}")
-
-
-def sign_registry(
-    source: Annotated[
-        Path,
-        typer.Argument(
-            help="A registry file, or an envelope to add signatures to.",
-            exists=True,
-            dir_okay=False,
-            metavar="FILE",
-        ),
-    ],
-    key: Annotated[
-        list[Path],
-        typer.Option(
-            "--key",
-            help="Private key file (repeatable).",
-            exists=True,
-            dir_okay=False,
-            metavar="KEYFILE",
-        ),
-    ],
-    output: Annotated[
-        Path,
-        typer.Option(
-            "--output",
-            help="Where to write the signed envelope.",
-            dir_okay=False,
-            metavar="ENVELOPE",
-        ),
-    ],
-) -> None:
-    """Sign a registry's exact bytes into a DSSE envelope (for a shared index)."""
-    from mcs_host._files import REGISTRY_LIMIT, InputError, read_bytes
-    from mcs_host.trust.registry import REGISTRY_PAYLOAD_TYPE, Registry, is_envelope
-    from mcs_host.trust.signatures import Envelope, PrivateKey, SignatureError
-
-    try:
-        data = read_bytes(source, "registry", REGISTRY_LIMIT)
-    except (OSError, InputError) as exc:
-        fail(str(exc))
-    try:
-        if is_envelope(data):
-            envelope = Envelope.from_json(data, os.fspath(source))
-        else:
-            envelope = Envelope(REGISTRY_PAYLOAD_TYPE, data)
-        registry = Registry.model_validate_json(envelope.payload)
-        for field_name in ("expires", "name"):
-            if getattr(registry, field_name) is None:
-                fail(f"{source}: a signed registry must set {field_name}")
-        envelope = envelope.add_signatures([PrivateKey.load(k) for k in key])
-    except (ValueError, SignatureError) as exc:
-        fail(str(exc))
-    output.write_text(json.dumps(envelope.to_json(), indent=2) + "\n", encoding="utf-8")
-    typer.echo(f"signed registry version {registry.version} with {len(key)} key(s): {output}")
 
 
 def allow_command(
@@ -325,6 +225,7 @@ def allow_command(
     revoke: Annotated[
         bool, typer.Option("--revoke", help="Withdraw the directory's approval instead.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Approve a directory's mcs-host.toml / [tool.mcs-host], as they are now, to choose
     registries and keys and relax the trust policy (like direnv's allow).
@@ -336,14 +237,28 @@ def allow_command(
     from mcs_host.loading.config import ConfigError, approve_directory, revoke_directory
 
     real = os.path.realpath(directory)
+    done = True
     try:
         if revoke:
             done = revoke_directory(directory)
-            typer.echo(f"revoked {real}" if done else f"{real} was not approved")
-            return
-        approved = approve_directory(directory)
+            approved: dict[str, str] = {}
+        else:
+            approved = approve_directory(directory)
     except ConfigError as exc:
         fail(str(exc))
+    if as_json:
+        document: AllowDocument = {
+            "schema": schema_urn("allow"),
+            "directory": real,
+            "approved": not revoke,
+            "changed": done,
+            "files": dict(sorted(approved.items())),
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    if revoke:
+        typer.echo(f"revoked {real}" if done else f"{real} was not approved")
+        return
     typer.echo(f"approved {real}:")
     for name, sha256 in sorted(approved.items()):
         typer.echo(f"  {name} (sha256 {sha256[:16]}...)")

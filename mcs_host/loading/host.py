@@ -31,7 +31,16 @@ from .config import DriverSettings, HostConfig, load_config, override_config
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
 from .plugins import ask_consent, audit_call, load_plugins, plugin_errors, report_loaded
-from .records import Loaded, LoadError, LoadRecord, LoadReport, Plan, Refused, VerifyReport
+from .records import (
+    Loaded,
+    LoadError,
+    LoadRecord,
+    LoadReport,
+    Plan,
+    Progress,
+    Refused,
+    VerifyReport,
+)
 from .verify import installed_drivers, verify_installed
 
 __all__ = ["Host", "load_drivers"]
@@ -73,19 +82,22 @@ class Host:
             (plugin, str(name or getattr(plugin, "__name__", type(plugin).__name__)))
         )
 
-    def load(self, labels: Sequence[str] = ()) -> Loaded:
-        """Run the pipeline for every planned mount, or only for ``labels``.
+    def load(self, labels: Sequence[str] = (), *, progress: Progress | None = None) -> Loaded:
+        """Run the pipeline for every planned mount, or only for ``labels``; ``progress`` is
+        told before each mount.
 
         Raises :class:`LoadError` when the report has errors (strict mode, required drivers,
         requested labels that do not exist).
         """
-        return _load(self, tuple(labels))
+        return _load(self, tuple(labels), progress)
 
-    def verify(self, labels: Sequence[str] = ()) -> VerifyReport:
+    def verify(
+        self, labels: Sequence[str] = (), *, progress: Progress | None = None
+    ) -> VerifyReport:
         """Decide, without importing anything, what :meth:`load` would run for the installed
         drivers and host plugins (or only ``labels``): each one's verification, and its
-        dependencies judged by the same policy."""
-        return verify_installed(self.config, self.search_path, tuple(labels))
+        dependencies judged by the same policy. ``progress`` is told before each one."""
+        return verify_installed(self.config, self.search_path, tuple(labels), progress)
 
 
 def load_drivers(
@@ -108,7 +120,7 @@ def load_drivers(
     return Host(host_config, search_path=search_path).load(labels)
 
 
-def _load(host: Host, labels: tuple[str, ...]) -> Loaded:
+def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loaded:
     """One run of the pipeline."""
     config = host.config
     started = time.perf_counter()
@@ -129,7 +141,9 @@ def _load(host: Host, labels: tuple[str, ...]) -> Loaded:
         call_timeout=config.call_timeout,
         prompts=config.prompts,
     )
-    for plan in plans:
+    for done, plan in enumerate(plans):
+        if progress is not None:
+            progress(done, len(plans), f"loading {plan.label}")
         record, driver, tools = _mount(ctx, plan, found, labels)
         if record.status == "mounted":
             try:  # tools listed twice, a schema that cannot be checked
@@ -167,7 +181,7 @@ def _mount(
         plan.driver,
         candidate.distribution if candidate else None,
         candidate.version if candidate else None,
-        trust="in-process" if plan.obj is not None else None,
+        verification="in-process" if plan.obj is not None else None,
     )
     if not is_valid_label(plan.label):
         message = f"the label {plan.label!r} is not {LABEL_RULE}"
@@ -183,7 +197,7 @@ def _mount(
     try:
         obj, verification = _obtain(ctx, plan, candidates, found, timings, notes)
         if verification is not None:
-            record = replace(record, trust=verification.status)
+            record = replace(record, verification=verification.status, trust=verification.trust)
         driver, tools, health = _activate(
             ctx, plan, obj, record.version, verification, timings, notes
         )
@@ -196,6 +210,9 @@ def _mount(
         notes += refusal.notes
         if refusal.reason != "import-refused":
             notes += stages.gate_findings(ctx, mark, own)[0]
+        if refusal.verification is not None:
+            verified = refusal.verification
+            record = replace(record, verification=verified.status, trust=verified.trust)
         refused_record = replace(
             record,
             status=refusal.status,
@@ -247,12 +264,16 @@ def _obtain(
     with _timed(timings, "verify"):
         verification = stages.verify(ctx, candidate, found)
     notes += verification.warnings
-    with _timed(timings, "check"):
-        stages.check_compatibility(ctx, plan.label, candidate)
-    with _timed(timings, "dependencies"):
-        notes += stages.admit_dependencies(ctx, candidate, verification)
-    with _timed(timings, "import"):
-        return stages.import_verified(verification), verification
+    try:
+        with _timed(timings, "check"):
+            stages.check_compatibility(ctx, plan.label, candidate)
+        with _timed(timings, "dependencies"):
+            notes += stages.admit_dependencies(ctx, candidate, verification)
+        with _timed(timings, "import"):
+            return stages.import_verified(verification), verification
+    except Refused as refusal:
+        refusal.verification = verification
+        raise
 
 
 def _activate(

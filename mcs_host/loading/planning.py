@@ -36,7 +36,9 @@ def plan_mounts(
     for label, (obj, settings) in in_process.items():
         if label in plans:
             message = f"the label {label!r} is already used by an installed or configured driver"
-            taken.append(LoadRecord(label, "failed", "label-taken", message, trust="in-process"))
+            taken.append(
+                LoadRecord(label, "failed", "label-taken", message, verification="in-process")
+            )
         else:
             plans[label] = Plan(label, None, settings, obj)
     return [plans[label] for label in sorted(plans)], taken

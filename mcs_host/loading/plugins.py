@@ -109,7 +109,7 @@ def _in_process(manager: pluggy.PluginManager, plugin: object, name: str) -> Loa
     except PluginError as exc:
         return LoadRecord(name, "failed", "invalid-plugin", str(exc), kind="plugin")
     return LoadRecord(
-        name, "mounted", "mounted", "added in-process", trust="in-process", kind="plugin"
+        name, "mounted", "mounted", "added in-process", verification="in-process", kind="plugin"
     )
 
 
@@ -126,7 +126,7 @@ def _installed(ctx: stages.Context, candidate: Candidate, found: Discovery) -> L
         kind="plugin",
     )
     verification = verify_candidate(candidate, found, ctx.index, ctx.policy, ctx.scans)
-    base = replace(base, trust=verification.status)
+    base = replace(base, verification=verification.status, trust=verification.trust)
     if not verification.allowed:
         return replace(
             base, status="rejected", reason=verification.reason, message=verification.message

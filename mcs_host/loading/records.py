@@ -8,7 +8,7 @@ A :class:`Plan` says what to mount under a label; each stage of
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,9 +24,14 @@ __all__ = [
     "LoadRecord",
     "LoadReport",
     "Loaded",
+    "Progress",
     "VerifyRecord",
     "VerifyReport",
 ]
+
+Progress = Callable[[int, int, str], None]
+"""Told ``(done, total, what)`` before each step of a long operation (the command line
+shows it on a terminal)."""
 
 Status = Literal["mounted", "skipped", "rejected", "failed"]
 Kind = Literal["driver", "plugin"]
@@ -54,6 +59,7 @@ class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadR
         message: str,
         trace: str | None = None,
         notes: tuple[str, ...] = (),
+        verification: Verification | None = None,
     ) -> None:
         super().__init__(message)
         self.status: Status = status
@@ -62,6 +68,8 @@ class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadR
         self.trace = trace
         self.notes = notes
         """Warnings the stage gathered before it refused."""
+        self.verification = verification
+        """The verification, when the refusal came at or after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +87,12 @@ class LoadRecord:
     """The installed driver's label it comes from; ``None`` for an in-process driver."""
     distribution: str | None = None
     version: str | None = None
+    verification: str | None = None
+    """How its bytes were proven: ``pinned``, ``signed``, ``unverified`` (allowed by the
+    policy), ``revoked`` or ``rejected``; ``in-process`` for an object added by the app."""
     trust: str | None = None
-    """``pinned``, ``signed``, ``unverified`` or ``in-process``, once verified."""
+    """The registry's trust label for it (``verified``, ``reference``, ``community``);
+    ``None`` when no registry entry vouches for it."""
     kind: Kind = "driver"
     tools: tuple[str, ...] = ()
     """The tools as this driver names them (the orchestrator may prefix them)."""

@@ -107,6 +107,7 @@ def verify(ctx: Context, candidate: Candidate, found: Discovery) -> Verification
             verification.reason,
             verification.message,
             notes=tuple(verification.warnings),
+            verification=verification,
         )
     for reason in ctx.manager.hook.mcs_host_verify(verification=verification):
         if reason:

@@ -19,7 +19,7 @@ from mcs_host.trust.verification import TrustPolicy, Verification, verify_candid
 
 from .config import HostConfig
 from .planning import admitted, settle_conflicts
-from .records import VerifyRecord, VerifyReport
+from .records import Progress, VerifyRecord, VerifyReport
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
@@ -41,9 +41,13 @@ def installed_drivers(
 
 
 def verify_installed(
-    config: HostConfig, search_path: Sequence[str] | None, labels: Sequence[str]
+    config: HostConfig,
+    search_path: Sequence[str] | None,
+    labels: Sequence[str],
+    progress: Progress | None = None,
 ) -> VerifyReport:
-    """The verification of every installed driver and host plugin (or only ``labels``)."""
+    """The verification of every installed driver and host plugin (or only ``labels``);
+    ``progress`` is told before each one."""
     index, errors, paths = config.trust_index()
     policy = TrustPolicy(
         allow_unverified=config.trust.allow_unverified,
@@ -58,14 +62,19 @@ def verify_installed(
         groups.append(("plugin", discover(search_path, group=PLUGIN_GROUP, require_object=False)))
     scans: dict[str, TreeScan] = {}
     records: list[VerifyRecord] = []
-    for kind, discovery in groups:
-        for candidate in discovery.candidates:
-            if labels and candidate.label not in labels:
-                continue
-            if not admitted(config, candidate.label, candidate.project):
-                continue  # load skips it: denied, or not allowed
-            verification = verify_candidate(candidate, discovery, index, policy, scans)
-            records.append(_record(kind, verification, index, policy, refuse, search, scans))
+    wanted = [
+        (kind, discovery, candidate)
+        for kind, discovery in groups
+        for candidate in discovery.candidates
+        if (not labels or candidate.label in labels)
+        # load skips the others: denied, or not allowed
+        and admitted(config, candidate.label, candidate.project)
+    ]
+    for done, (kind, discovery, candidate) in enumerate(wanted):
+        if progress is not None:
+            progress(done, len(wanted), f"verifying {kind} {candidate.label}")
+        verification = verify_candidate(candidate, discovery, index, policy, scans)
+        records.append(_record(kind, verification, index, policy, refuse, search, scans))
     known = {r.label for r in records}
     return VerifyReport(
         tuple(records),

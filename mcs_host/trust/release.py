@@ -347,14 +347,20 @@ def _rewrite_wheel(
         raise
 
 
-def release_from_candidates(candidates: Iterable[Candidate]) -> list[Release]:
-    """One release per installed distribution among ``candidates``."""
+def release_from_candidates(
+    candidates: Iterable[Candidate], progress: Callable[[int, int, str], None] | None = None
+) -> list[Release]:
+    """One release per installed distribution among ``candidates``; ``progress`` is told
+    ``(done, total, what)`` before each."""
     seen: dict[str, Candidate] = {}
     for candidate in candidates:
         seen.setdefault(candidate.metadata_path, candidate)
-    return [
-        release_from_installed(c.metadata_path, c.distribution, c.version) for c in seen.values()
-    ]
+    releases = []
+    for done, c in enumerate(seen.values()):
+        if progress is not None:
+            progress(done, len(seen), f"hashing {c.distribution} {c.version}")
+        releases.append(release_from_installed(c.metadata_path, c.distribution, c.version))
+    return releases
 
 
 def lock(

@@ -94,6 +94,12 @@ class Verification:
     def label(self) -> str:
         return self.candidate.label
 
+    @property
+    def trust(self) -> str | None:
+        """The registry's trust label when it vouches for these bytes (``pinned`` or
+        ``signed``), else ``None``: a refused driver has no trust, whatever its entry says."""
+        return self.trust_label if self.status in ("pinned", "signed") else None
+
 
 def verify(
     discovery: Discovery,

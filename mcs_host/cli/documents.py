@@ -1,0 +1,308 @@
+"""What every command prints with ``--json``: one typed document per command.
+
+Each document names its schema in ``"schema"`` (``urn:mcs-host:cli:<command>:<version>``);
+the version goes up when a key is removed or changes meaning, not when one is added.
+``scripts/gen_schemas.py`` publishes them as ``mcs_host/schemas/cli-<command>.schema.json``
+beside the contract's schemas. Plain :class:`~typing.TypedDict` classes, so the commands
+that print them import no pydantic.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Literal, NotRequired
+
+if sys.version_info >= (3, 12):
+    from typing import TypedDict
+else:  # pydantic, which writes the published schemas, needs this one before 3.12
+    from typing_extensions import TypedDict
+
+from ._schema import schema_urn
+
+__all__ = ["DOCUMENTS", "schema_urn"]
+
+
+class Problem(TypedDict):
+    """A problem discovery found, naming the labels and distributions involved."""
+
+    code: str
+    message: str
+    labels: list[str]
+    distributions: list[str]
+
+
+class ListedDriver(TypedDict):
+    """One installed driver or host plugin, from its metadata."""
+
+    label: str
+    kind: Literal["driver", "plugin"]
+    distribution: str
+    version: str
+    entry_point: str
+    declared: bool
+    """True for a driver a registry declares (its distribution ships no entry point)."""
+    location: str
+    metadata_path: str
+    problems: list[str]
+    verification: str | None
+    """``pinned``, ``signed``, ``unverified``, ``revoked`` or ``rejected``; null with
+    ``--no-verify`` or when a discovery problem keeps it from being verified."""
+    trust: str | None
+    """The registry's trust label (``verified``, ``reference``, ``community``), once verified."""
+
+
+class ListDocument(TypedDict):
+    """``mcs-host list --json``."""
+
+    schema: str
+    group: str
+    path: list[str]
+    verified: bool
+    """False with ``--no-verify``: metadata only."""
+    registries: list[str]
+    drivers: list[ListedDriver]
+    problems: list[Problem]
+    plugins: list[ListedDriver]
+    plugin_problems: list[Problem]
+
+
+class Finding(TypedDict):
+    code: str
+    path: str
+    message: str
+
+
+class Dependency(TypedDict):
+    distribution: str
+    version: str | None
+    required_by: str
+    declared: bool
+    status: str
+    reason: str
+    message: str
+
+
+class ReasonMessage(TypedDict):
+    reason: str
+    message: str
+
+
+class VerifiedDriver(TypedDict):
+    """The trust decision for one installed driver or host plugin."""
+
+    label: str
+    kind: Literal["driver", "plugin"]
+    distribution: str
+    version: str
+    verification: str
+    trust: str | None
+    allowed: bool
+    loadable: bool
+    verified: bool
+    reason: str
+    message: str
+    refusal: ReasonMessage | None
+    unverified: list[str]
+    driver_id: str | None
+    digest: str | None
+    files: int | None
+    bytes: int | None
+    signers: list[str]
+    findings: list[Finding]
+    extensions: list[str]
+    dependencies: list[Dependency]
+    warnings: list[str]
+
+
+class StartupCode(TypedDict):
+    path: str
+    what: str
+
+
+class VerifyDocument(TypedDict):
+    """``mcs-host verify --json``."""
+
+    schema: str
+    ok: bool
+    registries: list[str]
+    registry_errors: list[ReasonMessage]
+    missing: list[str]
+    drivers: list[VerifiedDriver]
+    plugins: list[VerifiedDriver]
+    environment: list[str]
+    startup: list[StartupCode]
+    config_notes: list[str]
+
+
+class Mount(TypedDict):
+    """What happened to one mount or host plugin."""
+
+    label: str
+    kind: Literal["driver", "plugin"]
+    driver: str | None
+    distribution: str | None
+    version: str | None
+    status: Literal["mounted", "skipped", "rejected", "failed"]
+    reason: str
+    message: str
+    verification: str | None
+    trust: str | None
+    tools: list[str]
+    timings_ms: dict[str, float]
+    warnings: list[str]
+    traceback: str | None
+    health: dict[str, Any] | None
+
+
+class MountedTool(TypedDict):
+    name: str
+    label: str
+    tool: str
+
+
+class LoadDocument(TypedDict):
+    """``mcs-host load --json``."""
+
+    schema: str
+    ok: bool
+    errors: list[str]
+    registry_errors: list[str]
+    drivers: list[Mount]
+    plugins: list[Mount]
+    tools: list[MountedTool]
+    timings_ms: dict[str, float]
+    environment: list[str]
+    config_notes: list[str]
+    system_prompt: NotRequired[str]
+
+
+class CallDocument(TypedDict):
+    """``mcs-host call --json`` and ``mcs-host run --json``: the load, then the answer."""
+
+    schema: str
+    ok: bool
+    """False when the load had errors or the call failed."""
+    load: LoadDocument
+    response: dict[str, Any] | None
+    """The DriverResponse (``DriverResponse.schema.json``); null when the load had errors."""
+
+
+class PinnedRelease(TypedDict):
+    distribution: str
+    version: str
+    digest: str
+    files: int
+    bytes: int
+
+
+class LockDocument(TypedDict):
+    """``mcs-host lock --json``."""
+
+    schema: str
+    registry: str
+    pinned: list[PinnedRelease]
+
+
+class KeyDocument(TypedDict):
+    """``mcs-host keygen --json`` and ``mcs-host public-key --json``."""
+
+    schema: str
+    key_file: str
+    public_key: str
+    key_id: str
+
+
+class SignedDriver(TypedDict):
+    label: str
+    object: str
+    id: str
+
+
+class SignDocument(TypedDict):
+    """``mcs-host sign --json``."""
+
+    schema: str
+    wheel: str
+    distribution: str
+    version: str
+    digest: str
+    drivers: list[SignedDriver]
+    key_id: str
+
+
+class SignRegistryDocument(TypedDict):
+    """``mcs-host sign-registry --json``."""
+
+    schema: str
+    output: str
+    version: int
+    key_ids: list[str]
+
+
+class AllowDocument(TypedDict):
+    """``mcs-host allow --json``."""
+
+    schema: str
+    directory: str
+    approved: bool
+    """Whether the directory is approved now."""
+    changed: bool
+    """False when ``--revoke`` found no approval to withdraw."""
+    files: dict[str, str]
+    """The approved files' names and sha256."""
+
+
+class NewDocument(TypedDict):
+    """``mcs-host new --json``."""
+
+    schema: str
+    root: str
+    created: list[str]
+    next: str
+
+
+class BumpDocument(TypedDict):
+    """``mcs-host bump --json``."""
+
+    schema: str
+    version: str
+    changed: list[str]
+
+
+class CheckResult(TypedDict):
+    level: Literal["error", "warning", "info"]
+    code: str
+    message: str
+
+
+class CheckedDriver(TypedDict):
+    label: str
+    passes: bool
+    results: list[CheckResult]
+
+
+class CheckDocument(TypedDict):
+    """``mcs-host check --json``."""
+
+    schema: str
+    ok: bool
+    drivers: list[CheckedDriver]
+
+
+DOCUMENTS: dict[str, type] = {
+    "list": ListDocument,
+    "verify": VerifyDocument,
+    "load": LoadDocument,
+    "call": CallDocument,
+    "run": CallDocument,
+    "lock": LockDocument,
+    "keygen": KeyDocument,
+    "public-key": KeyDocument,
+    "sign": SignDocument,
+    "sign-registry": SignRegistryDocument,
+    "allow": AllowDocument,
+    "new": NewDocument,
+    "bump": BumpDocument,
+    "check": CheckDocument,
+}
+"""Each command's ``--json`` document."""

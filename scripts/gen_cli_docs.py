@@ -1,0 +1,103 @@
+"""Write the README's command table and --json table from the command line itself, or check
+they are current.
+
+The synopsis of each command comes from the same click parameters ``mcs-host COMMAND --help``
+prints, its description from the command's help text, and the --json table from the
+published document schemas, so the README cannot drift from ``--help``.
+
+python scripts/gen_cli_docs.py          # rewrite the two tables in README.md
+python scripts/gen_cli_docs.py --check  # exit 1 if README.md differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mcs_host.cli.app import app
+from mcs_host.cli.documents import DOCUMENTS, schema_urn
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BEGIN, END = "<!-- begin: {} (scripts/gen_cli_docs.py) -->", "<!-- end: {} -->"
+
+
+def synopsis(name: str, command: Any) -> str:
+    """``mcs-host NAME ARGS [OPTIONS]`` as the command's parameters (typer's click objects)
+    say."""
+    parts = [f"mcs-host {name}"]
+    for param in command.params:
+        if param.name == "help":
+            continue
+        if param.param_type_name == "argument":
+            metavar = param.metavar or param.name.upper()
+            if param.nargs == -1 and not metavar.endswith("..."):
+                metavar += "..."
+            parts.append(metavar if param.required else f"[{metavar}]")
+            continue
+        flag = max(param.opts, key=len)
+        text = flag if param.is_flag else f"{flag} {param.metavar or param.name}"
+        text = text if param.required else f"[{text}]"
+        parts.append(text + ("..." if param.multiple else ""))
+    return " ".join(parts)
+
+
+def description(command: Any) -> str:
+    """The command's help text on one line, as a table cell."""
+    text = " ".join((command.help or "").split())
+    return text.replace("|", "\\|")
+
+
+def command_table() -> str:
+    group: Any = typer.main.get_command(app)
+    rows = ["| command | what it does |", "|---|---|"]
+    for name, command in group.commands.items():
+        cell = synopsis(name, command).replace("|", "\\|")
+        rows.append(f"| `{cell}` | {description(command)} |")
+    return "\n".join(rows)
+
+
+def json_table() -> str:
+    rows = ['| command | schema (`"schema"`) | top-level keys |', "|---|---|---|"]
+    for name, document in DOCUMENTS.items():
+        keys = ", ".join(f"`{key}`" for key in document.__annotations__)
+        file = f"mcs_host/schemas/cli-{name}.schema.json"
+        rows.append(f"| `{name}` | [`{schema_urn(name)}`]({file}) | {keys} |")
+    return "\n".join(rows)
+
+
+def render(readme: str) -> str:
+    """``readme`` with both generated tables replaced."""
+    for key, table in (("command table", command_table()), ("json table", json_table())):
+        begin, end = BEGIN.format(key), END.format(key)
+        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
+        found = pattern.search(readme)
+        if found is None:
+            raise SystemExit(f"{README}: no {begin} ... {end} block")
+        start, stop = found.span()
+        readme = f"{readme[:start]}{begin}\n{table}\n{end}{readme[stop:]}"
+    return readme
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    args = parser.parse_args()
+    current = README.read_text("utf-8")
+    wanted = render(current)
+    if args.check:
+        if wanted != current:
+            print(f"{README}: the CLI tables are out of date; run python scripts/gen_cli_docs.py")
+            return 1
+        return 0
+    README.write_text(wanted, "utf-8")
+    print(f"wrote {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""The command line as a user meets it, through the installed console script in a real venv.
+
+Every command's ``--json`` document is checked against the schema published in the installed
+package; ``list``, ``verify`` and ``load`` say the same thing about verification and trust,
+host plugins included; progress and colour appear on a terminal and nowhere else; and the CSV
+driver summarises a large file through ``mcs-host call`` in memory that does not grow with the
+file. Fixture drivers and the plugin write a marker file when their code runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import ROOT, Project, Venv, build_wheel, pip
+from hostrun import entry, pin, write_registry
+from jsonschema import Draft202012Validator
+
+from mcs_host.cli.documents import DOCUMENTS
+from mcs_host.trust.registry import REGISTRY_FORMAT
+
+pytestmark = pytest.mark.venv
+
+PINNED_ID = "7c1f0000-0000-4000-8000-0000000000c1"
+LOOSE_ID = "7c1f0000-0000-4000-8000-0000000000c2"
+PLUGIN_ID = "7c1f0000-0000-4000-8000-0000000000c3"
+
+DRIVER = """\
+open({marker!r}, "a").write("{name} ran\\n")
+import time
+
+from mcs_host import MCSToolDriver, Tool, ToolParameter
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        seconds = ToolParameter(
+            name="seconds", description="How long.", required=True, schema={{"type": "number"}}
+        )
+        return [
+            Tool(name="{tool}", description="Answer pong."),
+            Tool(name="{tool}_slowly", description="Wait, then answer.", parameters=[seconds]),
+        ]
+
+    def execute_tool(self, tool_name, arguments):
+        if tool_name.endswith("_slowly"):
+            time.sleep(arguments["seconds"])
+        return "pong"
+"""
+PLUGIN = """\
+open({marker!r}, "a").write("audit-plugin ran\\n")
+from mcs_host.loading.hooks import hookimpl
+
+
+@hookimpl
+def mcs_host_after_tool_call(call, result, error):
+    pass
+"""
+
+
+def driver(name: str, label: str, tool: str, marker: Path, driver_id: str) -> Project:
+    package = name.replace("-", "_")
+    manifest = {
+        "format": "mcs-driver-manifest/1",
+        "drivers": {
+            "Driver": {
+                "id": driver_id,
+                "name": name,
+                "version": "1.0.0",
+                "trust": {"publisher": "Fixture Co"},
+            }
+        },
+    }
+    return Project(
+        name,
+        files={
+            f"{package}/__init__.py": DRIVER.format(marker=str(marker), name=name, tool=tool),
+            f"{package}/mcs-driver.json": json.dumps(manifest),
+        },
+        entry_points={"mcs.drivers": {label: f"{package}:Driver"}},
+        dependencies=["mcs-host"],
+    )
+
+
+@pytest.fixture(scope="module")
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A venv with mcs-host, the bundled CSV driver, a driver the registry pins (``pinned``,
+    trust ``verified``), one no registry knows (``loose``) and a host plugin (``audit``);
+    ``full`` pins the driver and the plugin, ``bare`` only the driver."""
+    root = tmp_path_factory.mktemp("cli")
+    marker = root / "ran.txt"
+    venv = Venv.create(root / "venv")
+    venv.uv_install("mcs-host", "mcs-host-csv", wheelhouse=wheelhouse, cache=uv_cache)
+    projects = [
+        driver("pinned-driver", "pinned", "ping", marker, PINNED_ID),
+        driver("loose-driver", "loose", "pong", marker, LOOSE_ID),
+        Project(
+            "audit-plugin",
+            files={"audit_plugin/__init__.py": PLUGIN.format(marker=str(marker))},
+            entry_points={"mcs.host_plugins": {"audit": "audit_plugin"}},
+            dependencies=["mcs-host"],
+        ),
+    ]
+    wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    pinned = entry(
+        "pinned-driver",
+        "pinned",
+        "pinned_driver:Driver",
+        trust="verified",
+        releases={"1.0.0": pin(wheels[0])},
+    )
+    plugin = entry(
+        "audit-plugin",
+        "audit",
+        "audit_plugin",
+        group="mcs.host_plugins",
+        releases={"1.0.0": pin(wheels[2])},
+    )
+    full = write_registry(root / "full.json", {PINNED_ID: pinned, PLUGIN_ID: plugin})
+    bare = write_registry(root / "bare.json", {PINNED_ID: pinned})
+    return {"venv": venv, "marker": marker, "full": full, "bare": bare, "wheel": wheels[0]}
+
+
+def mcs_host(
+    scene: dict[str, Any], state: Path, *args: str | Path, **env: str
+) -> subprocess.CompletedProcess[str]:
+    venv: Venv = scene["venv"]
+    return venv.run("mcs-host", *args, env={"MCS_HOST_STATE_DIR": str(state), **env})
+
+
+def ran(scene: dict[str, Any]) -> list[str]:
+    marker: Path = scene["marker"]
+    lines = marker.read_text().splitlines() if marker.exists() else []
+    marker.unlink(missing_ok=True)
+    return lines
+
+
+# -- --json: one document per command, as its published schema says ---------------------------
+
+
+def test_every_command_prints_one_document_its_published_schema_accepts(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    state, full = tmp_path / "state", str(scene["full"])
+    key, project = tmp_path / "keys" / "k.pem", tmp_path / "approved"
+    project.mkdir()
+    (project / "mcs-host.toml").write_text("healthcheck = true\n")
+    (tmp_path / "index.json").write_text(
+        json.dumps({"format": REGISTRY_FORMAT, "name": "t", "expires": "2099-01-01T00:00:00Z"})
+    )
+    commands: list[tuple[str, list[str | Path], int]] = [
+        ("list", ["--registry", full], 0),
+        ("verify", ["--registry", full], 1),  # loose is unverified: verify says so with exit 1
+        ("load", ["--registry", full], 0),
+        ("call", ["ping", "--registry", full], 0),
+        ("run", ['{"tool": "ping", "arguments": {}}', "--registry", full], 0),
+        ("lock", ["--wheel", scene["wheel"], "--registry", tmp_path / "locked.json"], 0),
+        ("keygen", [key], 0),
+        ("public-key", [key], 0),
+        ("sign", [scene["wheel"], "--key", key, "--output", tmp_path / "signed.whl"], 0),
+        ("sign-registry", [tmp_path / "index.json", "--key", key, "--output", tmp_path / "e"], 0),
+        ("allow", [project], 0),
+        ("new", ["acme-json", "--dir", tmp_path], 0),
+        ("bump", ["0.2.0", "--dir", tmp_path / "acme-json"], 0),
+        ("check", [tmp_path / "acme-json"], 0),
+    ]
+    assert {name for name, _, _ in commands} == set(DOCUMENTS)
+    schemas = venv.site_packages / "mcs_host" / "schemas"  # as installed, not this checkout
+    for name, args, code in commands:
+        done = mcs_host(scene, state, name, *args, "--json")
+        assert done.returncode == code, f"{name}: {done.stdout}{done.stderr}"
+        assert "Traceback" not in done.stderr, done.stderr
+        document = json.loads(done.stdout)  # stdout holds the document and nothing else
+        schema = json.loads((schemas / f"cli-{name}.schema.json").read_text())
+        errors = [e.message for e in Draft202012Validator(schema).iter_errors(document)]
+        assert errors == [], f"{name}: {errors}"
+        assert document["schema"] == schema["$id"] == f"urn:mcs-host:cli:{name}:1"
+    ran(scene)
+
+
+def test_a_document_with_a_key_its_schema_does_not_declare_is_refused() -> None:
+    """The control: the published schemas are closed, so the test above would notice a key a
+    command added without a new schema."""
+    schema = json.loads((ROOT / "mcs_host" / "schemas" / "cli-bump.schema.json").read_text())
+    good = {"schema": "urn:mcs-host:cli:bump:1", "version": "0.2.0", "changed": []}
+    assert list(Draft202012Validator(schema).iter_errors(good)) == []
+    assert list(Draft202012Validator(schema).iter_errors({**good, "surprise": 1}))
+    assert list(Draft202012Validator(schema).iter_errors({**good, "schema": "urn:x"}))
+
+
+# -- one vocabulary: VERIFICATION and TRUST ------------------------------------------------------
+
+
+def _columns(text: str, *wanted: str) -> dict[str, tuple[str, ...]]:
+    """``label -> cells`` of the ``wanted`` columns of the table that starts ``text``."""
+    table = text[text.index("LABEL ") :].split("\n\n", 1)[0]
+    lines = table.splitlines()
+    header = lines[0].replace("ENTRY POINT", "ENTRY_POINT").split()
+    index = [header.index(w) for w in wanted]
+    return {row.split()[0]: tuple(row.split()[i] for i in index) for row in lines[1:]}
+
+
+def test_verification_and_trust_mean_the_same_in_list_verify_and_load(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    state, full = tmp_path / "state", str(scene["full"])
+    expected = {
+        ("driver", "pinned"): ("pinned", "verified"),
+        ("driver", "loose"): ("unverified", None),
+        ("driver", "csv"): ("unverified", None),
+        ("plugin", "audit"): ("pinned", "community"),
+    }
+
+    def decided(document: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str | None]]:
+        rows = [*document["drivers"], *document["plugins"]]
+        return {(r["kind"], r["label"]): (r["verification"], r["trust"]) for r in rows}
+
+    listed = mcs_host(scene, state, "list", "--json", "--registry", full)
+    verified = mcs_host(scene, state, "verify", "--json", "--registry", full)
+    loaded = mcs_host(scene, state, "load", "--json", "--registry", full)
+    assert decided(json.loads(listed.stdout)) == expected
+    assert decided(json.loads(verified.stdout)) == expected
+    mounts = json.loads(loaded.stdout)
+    assert decided(mounts) == expected
+    status = {r["label"]: r["status"] for r in [*mounts["drivers"], *mounts["plugins"]]}
+    assert status == {
+        "pinned": "mounted",
+        "loose": "rejected",
+        "csv": "rejected",
+        "audit": "mounted",
+    }
+    # the tables print the same words under the same headers
+    text = {
+        name: mcs_host(scene, state, name, "--registry", full).stdout
+        for name in ("list", "verify", "load")
+    }
+    tables = {name: _columns(out, "VERIFICATION", "TRUST") for name, out in text.items()}
+    assert (
+        tables["list"]
+        == tables["verify"]
+        == tables["load"]
+        == {
+            label: (verification, trust or "-")
+            for (_, label), (verification, trust) in expected.items()
+        }
+    )
+    assert _columns(text["list"], "KIND")["audit"] == ("plugin",)
+    assert ran(scene) == ["audit-plugin ran", "pinned-driver ran"] * 2  # the two loads
+
+
+def test_a_host_plugin_no_registry_pins_is_shown_named_when_skipped_and_fatal_when_strict(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    state, bare = tmp_path / "state", str(scene["bare"])
+    ran(scene)
+    listed = mcs_host(scene, state, "list", "--registry", bare)
+    assert _columns(listed.stdout, "KIND", "VERIFICATION", "TRUST")["audit"] == (
+        "plugin",
+        "unverified",
+        "-",
+    )
+    verified = mcs_host(scene, state, "verify", "audit", "--registry", bare)
+    assert verified.returncode == 1
+    assert "audit: not-in-registry:" in verified.stdout
+    loaded = mcs_host(scene, state, "load", "--registry", bare)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "audit: not-in-registry:" in loaded.stdout
+    called = mcs_host(scene, state, "call", "ping", "--registry", bare)
+    assert called.returncode == 0, called.stderr
+    assert "not mounted host plugin audit: not-in-registry:" in called.stderr
+    for command in (["call", "ping"], ["run", '{"tool": "ping", "arguments": {}}']):
+        strict = mcs_host(scene, state, *command, "--registry", bare, "--strict")
+        assert (strict.returncode, strict.stdout) == (1, "")
+        assert "error: host plugin audit: not-in-registry:" in strict.stderr
+    assert "audit-plugin ran" not in ran(scene)
+
+
+# -- progress and colour: on a terminal, and only there ------------------------------------------
+
+
+def on_terminal(
+    scene: dict[str, Any], state: Path, *args: str | Path, **env: str
+) -> tuple[int, str]:
+    """Run the console script with stdout and stderr on a pseudo-terminal; its exit code and
+    everything it wrote there."""
+    venv: Venv = scene["venv"]
+    leader, follower = pty.openpty()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("MCS_HOST_", "PYTHON"))}
+    environment.pop("NO_COLOR", None)
+    environment.pop("FORCE_COLOR", None)
+    environment.update({"TERM": "xterm", "MCS_HOST_STATE_DIR": str(state), **env})
+    child = subprocess.Popen(
+        [str(venv.bin / "mcs-host"), *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        env=environment,
+        cwd=venv.path,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            child.kill()
+            raise AssertionError(f"mcs-host {args} wrote nothing for 60 s")
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return child.wait(timeout=60), b"".join(chunks).decode()
+
+
+GREEN_PINNED = "\x1b[32mpinned\x1b[0m"
+PROGRESS = re.compile(r"\r\x1b\[K\[(\d+)/(\d+)\] (verifying|loading|hashing) ")
+
+
+def test_progress_and_colour_show_on_a_terminal_only(scene: dict[str, Any], tmp_path: Path) -> None:
+    state, full = tmp_path / "state", str(scene["full"])
+    code, screen = on_terminal(scene, state, "verify", "--registry", full)
+    assert code == 1
+    steps = PROGRESS.findall(screen)
+    assert [(n, of, what) for n, of, what in steps] == [
+        (str(i), "4", "verifying") for i in range(1, 5)
+    ]
+    assert GREEN_PINNED in screen
+    code, screen = on_terminal(scene, state, "load", "--registry", full)
+    assert ("loading" in {w for _, _, w in PROGRESS.findall(screen)}, code) == (True, 0)
+    assert "\x1b[32mmounted\x1b[0m" in screen
+    # a tool call that runs for a while says so, then the line is erased
+    code, screen = on_terminal(
+        scene, state, "call", "ping_slowly", "--args", '{"seconds": 2.2}', "--registry", full
+    )
+    assert code == 0, screen
+    assert re.search(r"tool ping_slowly running: \d\.\d s", screen), screen
+    assert '"tool_call_result": "pong"' in screen
+    # NO_COLOR: progress still, colour never
+    code, screen = on_terminal(scene, state, "verify", "--registry", full, NO_COLOR="1")
+    assert PROGRESS.search(screen)
+    assert "\x1b[3" not in screen
+    # --json on a terminal: the document alone
+    code, screen = on_terminal(scene, state, "verify", "--json", "--registry", full)
+    assert "\x1b" not in screen
+    assert json.loads(screen)["schema"] == "urn:mcs-host:cli:verify:1"
+    # piped: neither; FORCE_COLOR colours piped output
+    piped = mcs_host(scene, state, "verify", "--registry", full)
+    assert "\x1b" not in piped.stdout + piped.stderr
+    assert "\r" not in piped.stdout + piped.stderr
+    forced = mcs_host(scene, state, "verify", "--registry", full, FORCE_COLOR="1")
+    assert GREEN_PINNED in forced.stdout
+    assert not PROGRESS.search(forced.stderr)  # progress needs a terminal, whatever the colour
+    # lock counts the releases it hashes
+    code, screen = on_terminal(
+        scene, state, "lock", "pinned", "loose", "--registry", tmp_path / "r.json"
+    )
+    assert code == 0, screen
+    assert [(n, of, w) for n, of, w in PROGRESS.findall(screen)] == [
+        ("1", "2", "hashing"),
+        ("2", "2", "hashing"),
+    ]
+    ran(scene)
+
+
+def test_an_error_on_a_terminal_is_one_red_line(scene: dict[str, Any], tmp_path: Path) -> None:
+    code, screen = on_terminal(scene, tmp_path, "verify", "--registry", tmp_path / "missing.json")
+    assert code == 2
+    assert (
+        screen.strip()
+        == f"\x1b[31merror:\x1b[0m --registry {tmp_path / 'missing.json'}: no such file"
+    )
+
+
+# -- the CSV driver scales, through the console script -------------------------------------------
+
+PEAK = """\
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(done.returncode, peak, done.stdout, sep="\\n", end="")
+"""
+
+
+def test_summarize_column_of_a_60_mb_csv_runs_in_memory_that_does_not_grow_with_the_file(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    data = tmp_path / "data"
+    data.mkdir()
+    block = "".join(f"{i},region-{i % 7},{i % 1000}.25,note number {i}\n" for i in range(20000))
+    small, large = data / "small.csv", data / "large.csv"
+    for path, target in ((small, 6_000_000), (large, 60_000_000)):
+        with path.open("w") as f:
+            f.write("id,region,amount,note\n")
+            written = 0
+            while written < target:
+                written += f.write(block)
+
+    def summarize(path: Path) -> tuple[dict[str, Any], int]:
+        args = json.dumps({"file": path.name, "column": "amount"})
+        done = venv.run(
+            "python", "-c", PEAK, venv.bin / "mcs-host", "call", "summarize_column",
+            "--args", args, "--registry", ROOT / "registry.json", "--set", f"csv.root={data}",
+            env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+        )  # fmt: skip
+        code, peak, out = done.stdout.split("\n", 2)
+        assert code == "0", done.stdout + done.stderr
+        return json.loads(out)["tool_call_result"], int(peak)
+
+    small_result, small_peak = summarize(small)
+    large_result, large_peak = summarize(large)
+    assert large.stat().st_size > 60_000_000
+    rows = large_result["count"]
+    assert rows == (large.read_bytes().count(b"\n") - 1)
+    assert large_result["max"] == 999.25
+    assert small_result["count"] < rows / 9
+    # ten times the file, the same memory: within 16 MiB, far below the 60 MB read
+    assert large_peak - small_peak < 16 * 1024, (small_peak, large_peak)
+    ran(scene)
