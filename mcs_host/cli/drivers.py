@@ -345,7 +345,8 @@ def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded
     for record in (*report.records, *report.plugins):
         what = "host plugin " if record.kind == "plugin" else ""
         if record.status == "mounted":
-            typer.echo(f"mounted {what}{record.label} ({record.trust})", err=True)
+            how = ", ".join(filter(None, (record.verification, record.trust)))
+            typer.echo(f"mounted {what}{record.label} ({how})", err=True)
         elif record.status in ("rejected", "failed"):
             message = f"not mounted {what}{record.label}: {record.reason}: {record.message}"
             typer.echo(message, err=True)
