@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, pip
-from hostrun import entry, pin, write_registry
+from hostrun import driver_project, entry, pin, write_registry
 from jsonschema import Draft202012Validator
 
 from mcs_host.cli.documents import DOCUMENTS
@@ -69,26 +69,11 @@ def mcs_host_after_tool_call(call, result, error):
 
 
 def driver(name: str, label: str, tool: str, marker: Path, driver_id: str) -> Project:
+    """A pinned-style fixture driver with the tools ``tool`` and ``tool_slowly``."""
+    source = DRIVER.format(marker=str(marker), name=name, tool=tool)
     package = name.replace("-", "_")
-    manifest = {
-        "format": "mcs-driver-manifest/1",
-        "drivers": {
-            "Driver": {
-                "id": driver_id,
-                "name": name,
-                "version": "1.0.0",
-                "trust": {"publisher": "Fixture Co"},
-            }
-        },
-    }
-    return Project(
-        name,
-        files={
-            f"{package}/__init__.py": DRIVER.format(marker=str(marker), name=name, tool=tool),
-            f"{package}/mcs-driver.json": json.dumps(manifest),
-        },
-        entry_points={"mcs.drivers": {label: f"{package}:Driver"}},
-        dependencies=["mcs-host"],
+    return driver_project(
+        name, marker, driver_id, label=label, files={f"{package}/__init__.py": source}
     )
 
 
