@@ -142,6 +142,9 @@ from .trust.dependencies import (
 # Orchestration: a response -> native or text calls -> healed -> validated -> run -> messages
 from .orchestration.calls import (
     Detection as Detection,
+    TextCall as TextCall,
+    TextDetection as TextDetection,
+    TextFormat as TextFormat,
     ToolCall as ToolCall,
 )
 from .orchestration.native import (
@@ -153,8 +156,7 @@ from .orchestration.native import (
 )
 from .orchestration.text import (
     detect_text as detect_text,
-    TextCall as TextCall,
-    TextDetection as TextDetection,
+    TextFormats as TextFormats,
 )
 from .orchestration.healing import (
     heal as heal,

@@ -100,6 +100,31 @@ def mcs_host_after_tool_call(call, result, error):
         f.write(json.dumps(entry) + "\\n")
 """
 
+FORMAT_PLUGIN = """\
+import json, re
+from mcs_host import TextCall, TextDetection, TextFormat, hookimpl
+
+LINE = re.compile(r"^ACME>> (\\w+) (\\{.*\\})$", re.MULTILINE)
+
+
+def acme(text, known):
+    calls = [TextCall(name, json.loads(body)) for name, body in LINE.findall(text)]
+    return TextDetection(tuple(calls), "acme") if calls else None
+
+
+@hookimpl
+def mcs_host_codecs():
+    return [TextFormat("acme", acme, markers=("ACME>>",), order=150)]
+"""
+
+CLASHING_PLUGIN = """\
+from mcs_host import TextFormat, hookimpl
+
+@hookimpl
+def mcs_host_codecs():
+    return [TextFormat("mistral", lambda text, known: None), "not a format"]
+"""
+
 ROGUE_PLUGIN = """\
 from mcs_host import hookimpl
 
@@ -133,6 +158,16 @@ def scene(
             files={"rogue_plugin/__init__.py": ROGUE_PLUGIN},
             entry_points={"mcs.host_plugins": {"rogue": "rogue_plugin"}},
         ),
+        Project(
+            "acme-format",
+            files={"acme_format/__init__.py": FORMAT_PLUGIN},
+            entry_points={"mcs.host_plugins": {"acme": "acme_format"}},
+        ),
+        Project(
+            "clashing-format",
+            files={"clashing_format/__init__.py": CLASHING_PLUGIN},
+            entry_points={"mcs.host_plugins": {"clash": "clashing_format"}},
+        ),
     ]
     plugin_wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in plugins]
     pip(
@@ -154,6 +189,10 @@ def scene(
         "audit=audit-plugin-id",
         "--id",
         "rogue=rogue-plugin-id",
+        "--id",
+        "acme=acme-format-id",
+        "--id",
+        "clash=clashing-format-id",
     )
     assert locked.returncode == 0, locked.stderr
     assert not list(markers.iterdir()), "lock imported a driver"
@@ -246,6 +285,7 @@ def test_strict_mode_makes_every_failure_an_error(load: Loader) -> None:
         "host plugin rogue: invalid-plugin: host plugin 'rogue' implements unknown hook "
         "'mcs_host_before_everything'; known hooks: mcs_host_after_tool_call, mcs_host_codecs, "
         "mcs_host_consent, mcs_host_loaded, mcs_host_verify",
+        "host plugin clash: mcs_host_codecs returned 'not a format', not a TextFormat",
     ]
 
 
@@ -343,6 +383,31 @@ def test_host_plugins_are_verified_audit_calls_and_unknown_hooks_are_refused(
     assert ran.returncode == 0, ran.stderr
     (line,) = log.read_text().splitlines()
     assert json.loads(line) == {"tool": "greet", "result": "hello Cy", "error": None}
+
+
+def test_a_host_plugin_adds_a_text_format_and_a_broken_one_is_named(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    """The example of a pluggable format: an installed, pinned plugin teaches the host a
+    line format through the mcs_host_codecs hook; a plugin whose formats clash is named."""
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f"registries = [{str(scene['registry'])!r}]\nautoload = false\n[drivers.good]\n"
+    )
+    venv: Venv = scene["venv"]
+    ran = venv.run("mcs-host", "run", 'Sure.\nACME>> greet {"who": "Di"}', "--config", config)
+    assert ran.returncode == 0, ran.stderr
+    response = json.loads(ran.stdout)
+    assert (response["call_executed"], response["tool_call_result"]) == (True, "hello Di")
+    done = venv.run("mcs-host", "load", "--json", "--config", config)
+    plugins = {p["label"]: p for p in json.loads(done.stdout)["plugins"]}
+    assert plugins["acme"]["warnings"] == []
+    (warning,) = plugins["clash"]["warnings"]
+    assert warning == "mcs_host_codecs returned 'not a format', not a TextFormat"
+    strict = venv.run("mcs-host", "load", "--json", "--strict", "--config", config)
+    assert strict.returncode == 1
+    errors = json.loads(strict.stdout)["errors"]
+    assert f"host plugin clash: {warning}" in errors
 
 
 def test_the_prompt_shows_the_final_tool_names(load: Loader) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from mcs_host.orchestration.calls import ToolCall
+    from mcs_host.orchestration.calls import TextFormat, ToolCall
     from mcs_host.trust.verification import Verification
 
     from .records import LoadReport
@@ -64,8 +64,9 @@ class HostHooks:
         """Called after every tool call the host runs, with its result or its error (audit)."""
 
     @hookspec
-    def mcs_host_codecs(self) -> list[Any]:  # type: ignore[empty-body]
-        """Extra prompt codecs this plugin provides."""
+    def mcs_host_codecs(self) -> list[TextFormat]:  # type: ignore[empty-body]
+        """Text formats this plugin adds to the built-in ones: how some model writes tool
+        calls (:class:`~mcs_host.TextFormat`); tried in their ``order``, then by name."""
 
     @hookspec
     def mcs_host_loaded(self, report: LoadReport) -> None:

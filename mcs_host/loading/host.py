@@ -30,7 +30,14 @@ from . import stages
 from .config import DriverSettings, HostConfig, load_config, override_config
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
-from .plugins import ask_consent, audit_call, load_plugins, plugin_errors, report_loaded
+from .plugins import (
+    ask_consent,
+    audit_call,
+    load_plugins,
+    plugin_errors,
+    report_loaded,
+    text_formats,
+)
 from .records import (
     Loaded,
     LoadError,
@@ -133,6 +140,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     with _timed(timings, "discover"):
         found = installed_drivers(config, index, host.search_path)
     plans, records = plan_mounts(config, found, host._in_process)
+    formats, format_problems = text_formats(ctx.manager)
     orchestrator = Orchestrator(
         namespace=config.namespace,
         on_unknown="fail",
@@ -140,6 +148,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         audit=partial(audit_call, ctx.manager),
         call_timeout=config.call_timeout,
         prompts=config.prompts,
+        text_formats=formats,
     )
     for done, plan in enumerate(plans):
         if progress is not None:
@@ -152,6 +161,12 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
                 record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
         records.append(record)
     errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
+    if config.strict:
+        errors += [f"host plugin {name}: {problem}" for name, problem in format_problems]
+    plugins = tuple(
+        replace(r, warnings=(*r.warnings, *(p for n, p in format_problems if n == r.label)))
+        for r in plugins
+    )
     timings["total"] = time.perf_counter() - started
     report = LoadReport(
         tuple(records),

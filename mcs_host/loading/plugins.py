@@ -16,7 +16,8 @@ from typing import Any
 import pluggy
 
 from mcs_host.discovery import PLUGIN_GROUP, Candidate, Discovery, discover
-from mcs_host.orchestration.calls import ToolCall
+from mcs_host.orchestration.calls import TextFormat, ToolCall
+from mcs_host.orchestration.text import TextFormats
 from mcs_host.trust.importer import IntegrityError, import_driver
 from mcs_host.trust.verification import verify_candidate
 
@@ -67,6 +68,36 @@ def plugin_errors(ctx: stages.Context, plugins: Sequence[LoadRecord]) -> list[st
         for r in plugins
         if r.status in ("rejected", "failed")
     ]
+
+
+def text_formats(
+    manager: pluggy.PluginManager,
+) -> tuple[tuple[TextFormat, ...], tuple[tuple[str, str], ...]]:
+    """The text formats the plugins' ``mcs_host_codecs`` hooks add, and ``(plugin, problem)``
+    for each plugin whose hook raised, returned something else or reused a format's name
+    (that plugin adds nothing)."""
+    added: list[TextFormat] = []
+    problems: list[tuple[str, str]] = []
+    for impl in manager.hook.mcs_host_codecs.get_hookimpls():
+        name = impl.plugin_name
+        try:
+            result = impl.function()
+        except Exception as exc:  # one plugin's hook never takes the load down
+            problems.append((name, f"mcs_host_codecs raised {stages.summary(exc)}"))
+            continue
+        items: list[object] = list(result) if isinstance(result, list | tuple) else [result]
+        given = [g for g in items if isinstance(g, TextFormat)]
+        if len(given) != len(items):
+            wrong = next(g for g in items if not isinstance(g, TextFormat))
+            problems.append((name, f"mcs_host_codecs returned {wrong!r}, not a TextFormat"))
+            continue
+        try:
+            TextFormats([*added, *given])
+        except ValueError as exc:  # a name another format has
+            problems.append((name, f"mcs_host_codecs: {exc}"))
+            continue
+        added.extend(given)
+    return tuple(added), tuple(problems)
 
 
 def ask_consent(manager: pluggy.PluginManager, call: ToolCall) -> bool | str | ToolCall:

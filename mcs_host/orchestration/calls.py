@@ -1,13 +1,61 @@
 """The records detection hands on: a :class:`ToolCall` per call the model asked for, and
-the :class:`Detection` of one response."""
+the :class:`Detection` of one response; for text, the :class:`TextCall` and
+:class:`TextDetection` a :class:`TextFormat` finds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Detection", "ToolCall"]
+__all__ = ["Detection", "TextCall", "TextDetection", "TextFormat", "ToolCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    """A call found in text: its arguments, or why it cannot run."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    problem: str | None = None
+    healed: tuple[str, ...] = ()
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDetection:
+    """What one text format found in a response."""
+
+    calls: tuple[TextCall, ...] = ()
+    format: str = "none"
+    """The :attr:`TextFormat.name` that found the calls, ``json`` or ``none``."""
+    final: Any = None
+    """The content of a seed-protocol ``{"final": ...}`` answer."""
+    has_final: bool = False
+    unfinished_thought: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class TextFormat:
+    """One way models write tool calls in text: a detector the orchestrator tries in order.
+
+    ``detect(text, known)`` returns the calls (``known`` are the tool names on offer), or
+    ``None`` when the format is not in ``text``; a format that is present but holds no
+    runnable call returns a detection with no calls, or calls with their ``problem``.
+    """
+
+    name: str
+    """Reported as the detection's ``format``; unique among the formats in use."""
+    detect: Callable[[str, Collection[str]], TextDetection | None]
+    markers: tuple[str, ...] = ()
+    """``detect`` is tried only when the text holds one of these (none: always tried)."""
+    order: int = 500
+    """Lower goes first, then by name. The built-in formats use 100 to 900; the JSON
+    protocol (whole text, fences, objects in prose) comes after every format."""
+    reasoning: tuple[tuple[str, str], ...] = ()
+    """``(opening, closing)`` of the reasoning blocks the family writes: what is inside is
+    never a call, in any format."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,23 +17,28 @@ from typing import Any
 
 from .calls import Detection, ToolCall
 from .native import as_mapping, detect_native
-from .text import detect_text
+from .text import TextFormats, detect_text
 
 __all__ = ["detect"]
 
 
-def detect(llm_response: str | Mapping[str, Any] | Any, known: Collection[str] = ()) -> Detection:
+def detect(
+    llm_response: str | Mapping[str, Any] | Any,
+    known: Collection[str] = (),
+    formats: TextFormats | None = None,
+) -> Detection:
     """Find the tool calls in ``llm_response``; nothing is executed.
 
     ``known`` are the tool names on offer: an object with only a ``name``, or a pythonic
-    call list, counts as a call only when it names one of them.
+    call list, counts as a call only when it names one of them. ``formats`` are the text
+    formats to try (default: the built-in ones).
     """
     data = as_mapping(llm_response)
     if isinstance(data, Mapping):
         native = detect_native(data)
         if native is not None and not native.calls:
             # no native call: the model may have written calls in its text
-            return _from_text(native.text, known)
+            return _from_text(native.text, known, formats)
         if native is not None:
             cut = "the response hit the output limit and was cut off; the call was not run"
             calls = tuple(
@@ -59,12 +64,13 @@ def detect(llm_response: str | Mapping[str, Any] | Any, known: Collection[str] =
         return _from_text(
             content if content is not None else json.dumps(data, ensure_ascii=False, default=str),
             known,
+            formats,
         )
-    return _from_text(str(data), known)
+    return _from_text(str(data), known, formats)
 
 
-def _from_text(text: str, known: Collection[str]) -> Detection:
-    found = detect_text(text, known)
+def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -> Detection:
+    found = detect_text(text, known, formats)
     calls = tuple(
         ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem) for c in found.calls
     )

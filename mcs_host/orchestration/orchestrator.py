@@ -41,11 +41,12 @@ from mcs_host.interfaces import (
     implemented_capabilities,
 )
 
-from .calls import Detection, ToolCall
+from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
 from .messages import Provider, messages_for, native_tools
 from .prompting import Prompts, render_tools
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
+from .text import TextFormats
 from .validation import ArgumentValidator, compile_schema
 
 if TYPE_CHECKING:
@@ -155,6 +156,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     tools (``"fail"``, right for the orchestrator a client talks to), or passes through with
     an empty response (``"pass"``, for one placed in a chain of drivers). ``call_timeout``
     bounds each tool call in seconds. ``prompts`` is a prompts file overriding the defaults.
+    ``text_formats`` adds formats to the built-in ones (a name used twice is a
+    ``ValueError``).
     """
 
     def __init__(
@@ -168,6 +171,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         audit: Audit | None = None,
         call_timeout: float | None = None,
         prompts: Prompts | str | None = None,
+        text_formats: Iterable[TextFormat] = (),
     ) -> None:
         if "Tool" not in globals():
             _import_contract()
@@ -178,6 +182,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         self.audit = audit
         self.call_timeout = call_timeout
         self.prompts = prompts if isinstance(prompts, Prompts) else Prompts.load(prompts)
+        self.text_formats = TextFormats(text_formats)
+        """The text formats tried, built-in and ``text_formats``, in order."""
         self._lock = threading.Lock()
         self._mounted: dict[str, _Mount] = {}
         items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
@@ -334,7 +340,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return might_be_tool_call(partial)
 
     def is_complete_tool_call(self, text: str) -> bool:
-        return is_complete_tool_call(text, self._table.routes)
+        return is_complete_tool_call(text, self._table.routes, self.text_formats)
 
     def process_llm_response(
         self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
@@ -367,7 +373,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     def detect(self, llm_response: str | Mapping[str, Any] | Any) -> Detection:
         """The calls in ``llm_response`` (text, a native mapping or an SDK object); nothing
         is executed."""
-        return detect(llm_response, self._table.routes)
+        return detect(llm_response, self._table.routes, self.text_formats)
 
     def execute(self, detection: Detection, consent: Consent | None = None) -> DriverResponse:
         """Run the detected calls in order and answer every one of them.

@@ -16,6 +16,7 @@ from .calls import Detection
 from .detection import detect
 from .healing import MISSING_BRACE
 from .native import as_mapping
+from .text import TextFormats
 
 __all__ = [
     "AnthropicStream",
@@ -56,10 +57,12 @@ def might_be_tool_call(partial: str) -> bool:
     return (head.startswith("[") and "(" in head) or stripped.endswith(("`", "@"))
 
 
-def is_complete_tool_call(text: str, known: Collection[str] = ()) -> bool:
+def is_complete_tool_call(
+    text: str, known: Collection[str] = (), formats: TextFormats | None = None
+) -> bool:
     """Whether ``text`` holds at least one whole tool call and nothing cut off (a call whose
     closing brace had to be added is not whole yet while the stream goes on)."""
-    return is_complete(detect(text, known))
+    return is_complete(detect(text, known, formats))
 
 
 def is_complete(detection: Detection) -> bool:

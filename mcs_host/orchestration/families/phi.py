@@ -1,0 +1,21 @@
+"""Phi-4-mini: ``functools[{...}, ...]``, a JSON array of calls."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextDetection, TextFormat
+from mcs_host.orchestration.scanning import calls_from_fragment
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+
+def functools_list(text: str, known: Collection[str]) -> TextDetection | None:
+    """The array after the first ``functools[``."""
+    start = text.find("functools[")
+    fragment = text[start + len("functools") :].strip()
+    calls = calls_from_fragment(fragment, "functools", strict_names=False)
+    return TextDetection(tuple(calls), "functools")
+
+
+FORMATS = (TextFormat("functools", functools_list, ("functools[",), 210),)

@@ -1,0 +1,33 @@
+"""A pythonic call list ``[f(a=1), g(b='x')]`` (Llama 4 and others): the whole response or a
+fenced block, and only of tools on offer, as prose and code samples look alike."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextDetection, TextFormat
+from mcs_host.orchestration.scanning import python_calls
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_PYTHONIC = re.compile(r"^\[\s*[A-Za-z_][\w.]*\s*\(.*\)\s*\]$", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def call_list(text: str, known: Collection[str]) -> TextDetection | None:
+    """The calls when all of ``text`` (or a python fence) is a list of calls to known tools."""
+    candidates = [text.strip()]
+    if "```" in text:
+        candidates += [
+            body.strip() for lang, body in _FENCE.findall(text) if lang in ("", "python", "py")
+        ]
+    for candidate in candidates:
+        if candidate[:1] == "[" and _PYTHONIC.match(candidate):
+            calls = list(python_calls(candidate))
+            if calls and all(c.name in known for c in calls):
+                return TextDetection(tuple(calls), "pythonic")
+    return None
+
+
+FORMATS = (TextFormat("pythonic", call_list, ("[",), 800),)

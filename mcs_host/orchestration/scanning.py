@@ -1,0 +1,215 @@
+"""The scanning the text formats share: balanced brackets, call objects, argument JSON,
+pythonic call lists and typed parameter values.
+
+Every family's detector (:mod:`.families`) and the JSON protocol (:mod:`.text`) read calls
+with these, so a call means the same, and fails the same way, in every format.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+from .calls import TextCall
+from .healing import Unhealable, heal
+
+__all__: list[str] = []  # shared by the text formats; nothing public
+
+NAME_KEYS = ("tool", "name", "tool_name", "function")
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "tool_input", "input")
+_PLACEHOLDER = re.compile(
+    r"<[^>]*>|\{\{?[^}]*\}\}?|\[[^\]]*\]|\.\.\.|…|(?:your_|the_)?(?:tool|function)_?name",
+    re.IGNORECASE,
+)
+
+
+def matching(text: str, start: int, single_quotes: bool = True) -> int | None:
+    """The index of the bracket closing the one at ``start``, minding strings; or ``None``.
+
+    Without ``single_quotes``, an apostrophe in prose does not open a string.
+    """
+    pairs = {"{": "}", "[": "]"}
+    quotes = "\"'" if single_quotes else '"'
+    stack: list[str] = []
+    quote: str | None = None
+    index = start
+    length = len(text)
+    while index < length:
+        char = text[index]
+        if quote is not None:
+            if char == "\\":
+                index += 2
+                continue
+            if char == quote:
+                quote = None
+        elif char in quotes:
+            quote = char
+        elif char in pairs:
+            stack.append(pairs[char])
+        elif char in "}]":
+            if not stack or stack.pop() != char:
+                return None
+            if not stack:
+                return index
+        index += 1
+    return None
+
+
+def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> TextCall | None:
+    """A call in the JSON protocol (or the seed's ``action`` form), if ``item`` is one."""
+    if not isinstance(item, dict):
+        if not isinstance(item, Mapping):
+            return None
+        item = dict(item)
+    action = item.get("action")
+    if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
+        item = action
+    name = None
+    for key in NAME_KEYS:
+        value = item.get(key)
+        if isinstance(value, str):
+            name = value
+            break
+    if name is None:
+        function = item.get("function")
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            item, name = function, function["name"]  # {"function": {"name", "arguments"}}
+        else:
+            return None
+    raw: Any = _NO_ARGUMENTS
+    for key in ARGUMENT_KEYS:
+        if key in item:
+            raw = item[key]
+            break
+    if name not in known:
+        if raw is _NO_ARGUMENTS:
+            return None  # a JSON answer with a "name" field, not a call
+        if _PLACEHOLDER.fullmatch(name.strip()):
+            return None  # a template copied from the prompt
+    arguments, problem, more = arguments_of({} if raw is _NO_ARGUMENTS else raw)
+    return TextCall(name, arguments, problem, notes + more)
+
+
+_NO_ARGUMENTS: Any = object()
+
+
+def arguments_of(raw: Any) -> tuple[dict[str, Any] | None, str | None, tuple[str, ...]]:
+    """Arguments given as an object or as a (possibly healable) JSON string of one."""
+    notes: tuple[str, ...] = ()
+    if raw is None or raw == "":
+        return {}, None, ()
+    if isinstance(raw, str):
+        try:
+            raw, notes = heal(raw)
+        except Unhealable as exc:
+            return None, f"arguments are not readable JSON: {problem_text(exc)}", ()
+    if not isinstance(raw, Mapping):
+        return None, f"arguments must be an object, not {type(raw).__name__}", notes
+    return dict(raw), None, notes
+
+
+def call_with_arguments(name: str, fragment: str) -> TextCall:
+    arguments, problem, notes = arguments_of(fragment)
+    return TextCall(name, arguments, problem, notes)
+
+
+def calls_from_fragment(fragment: str, where: str, strict_names: bool) -> list[TextCall]:
+    """The calls a marker introduces: an object, an array of them, or several objects."""
+    if not fragment:
+        return [TextCall("?", None, f"{where} holds no call")]
+    try:
+        value, notes = heal(first_value(fragment) if fragment[0] in "{[" else fragment)
+    except Unhealable as exc:
+        return [TextCall(guess_name(fragment), None, problem_text(exc))]
+    items = value if isinstance(value, list) else [value]
+    calls = []
+    for item in items:
+        call = protocol_call(item, (), notes) if isinstance(item, Mapping) else None
+        if call is None and isinstance(item, Mapping):
+            name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str)), None)
+            call = TextCall(name, {}, None, notes) if name else None
+        calls.append(call or TextCall("?", None, f"{where} holds something that is not a call"))
+    rest = fragment[len(first_value(fragment)) :].strip() if fragment[0] in "{[" else ""
+    if rest.startswith("{"):
+        calls.extend(calls_from_fragment(rest, where, strict_names))
+    return calls
+
+
+def split_top_level(text: str, separator: str) -> list[str]:
+    parts, depth, quote, start = [], 0, None, 0
+    for index, char in enumerate(text):
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+def looks_like_call(fragment: str) -> bool:
+    """Whether an unreadable fragment is clearly meant as a call (a quoted name and key)."""
+    return bool(
+        re.search(r"""["'](?:tool|name|tool_name|function)["']\s*:\s*["'][A-Za-z_]""", fragment)
+    )
+
+
+def guess_name(fragment: str) -> str:
+    found = re.search(r"""["'](?:tool|name|tool_name|function)["']\s*:\s*["']([^"']+)""", fragment)
+    return found.group(1) if found else "?"
+
+
+def problem_text(exc: Unhealable) -> str:
+    if exc.truncated:
+        return f"the call was cut off ({exc.reason}); it was not run"
+    return f"the call is not readable JSON ({exc.reason})"
+
+
+def first_value(text: str) -> str:
+    """The text of the first bracketed value at the start of ``text`` (to its end if open)."""
+    end = matching(text, 0)
+    return text if end is None else text[: end + 1]
+
+
+def python_calls(source: str) -> Iterator[TextCall]:
+    """Calls in ``[f(a=1), g(b='x')]`` or ``f(a=1)``: keyword arguments of literal values."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        yield TextCall("?", None, f"not a readable call list: {exc.msg}")
+        return
+    except (ValueError, RecursionError, MemoryError):  # a NUL byte, nesting too deep
+        yield TextCall("?", None, "not a readable call list")
+        return
+    nodes = tree.body.elts if isinstance(tree.body, ast.List | ast.Tuple) else [tree.body]
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if node.args:
+            yield TextCall(name, None, "positional arguments: give each argument by name")
+            continue
+        try:
+            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+        except (ValueError, TypeError, RecursionError):  # {[1]: 2} is a literal, not hashable
+            yield TextCall(name, None, "an argument is not a literal value")
+            continue
+        yield TextCall(name, arguments)
+
+
+def xml_value(raw: str) -> Any:
+    """A parameter value: JSON when it reads as JSON (numbers, objects), else the text."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
