@@ -71,7 +71,7 @@ FORMATS = [
     (
         "unclosed tool_call tag",
         'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
-        [("get_weather", {"city": "Oslo"})],
+        [("get_weather", "the call was cut off (</tool_call> never came); it was not run")],
     ),
     (
         "python_tag json",
@@ -311,14 +311,22 @@ def test_healing_refuses_what_it_cannot_read_for_sure() -> None:
     ("text", "expected"),
     [
         ('Running it now: {"tool": "search"} and then we see.', [("search", {})]),
-        ("Running it now: {'name': 'get_weather'}, wait.", [("get_weather", {})]),
-        ('Then {"name": "look up"} runs.', [("look up", {})]),
+        ("Running it now: {'tool': 'get_weather'}, wait.", [("get_weather", {})]),
+        ('Then {"tool": "look up"} runs.', [("look up", {})]),
         ('A record {"name": "Ann"}, then {"tool": "add", "args": {"a": 1}}.', [("add", {"a": 1})]),
         ('Notes: {"k": 1}. {"final": "done"}', []),
+        ('The tool {"name": "get_weather"} exists.', []),
     ],
-    ids=["known name", "single quotes", "name with a space", "arguments", "final answer"],
+    ids=[
+        "known name",
+        "single quotes",
+        "name with a space",
+        "arguments",
+        "final answer",
+        "a name alone",
+    ],
 )
-def test_objects_in_prose_are_calls_by_an_argument_key_or_an_offered_name(
+def test_objects_in_prose_are_calls_by_an_argument_key_or_an_offered_tool(
     text: str, expected: list[tuple[str, Any]]
 ) -> None:
     assert calls(text, {*KNOWN, "look up"}) == expected

@@ -253,3 +253,29 @@ def test_a_schema_that_cannot_be_checked_is_refused_when_compiled(
     loop = {"$ref": "#/properties/x"}  # y refers to x: with x -> y, a cycle
     with pytest.raises(ValueError, match=re.escape(message)):
         compile_schema({"type": "object", "properties": {"x": keyword, "y": loop}})
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "ok"),
+    [
+        ({"enum": [1, "a"]}, True, False),
+        ({"enum": [True]}, 1, False),
+        ({"enum": [0]}, False, False),
+        ({"enum": [1, "a"]}, 1.0, True),
+        ({"enum": [{"k": [1]}]}, {"k": [True]}, False),
+        ({"const": True}, 1, False),
+        ({"const": 0}, False, False),
+        ({"const": "1"}, 1, False),
+        ({"const": {"a": 1, "b": 2}}, {"b": 2, "a": 1}, True),
+        ({"type": "array", "uniqueItems": True}, [1, True], True),
+        ({"type": "array", "uniqueItems": True}, [0, False, None], True),
+        ({"type": "array", "uniqueItems": True}, [1, 1.0], False),
+    ],
+)
+def test_enum_const_and_unique_items_use_json_equality_not_pythons(
+    schema: dict[str, Any], value: Any, ok: bool
+) -> None:
+    """Python's ``==`` makes ``True == 1`` and ``False == 0``; JSON does not. (JSON Schema
+    counts ``1`` and ``1.0`` as one number.)"""
+    full = {"type": "object", "properties": {"v": schema}}
+    assert validate_arguments(full, {"v": value}).ok is ok

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 from .calls import Detection, ToolCall
-from .native import as_mapping, detect_native
+from .native import as_mapping, detect_native, stopped_at_limit
 from .text import TextFormats, detect_text
 
 __all__ = ["detect"]
@@ -38,9 +39,9 @@ def detect(
         native = detect_native(data)
         if native is not None and not native.calls:
             # no native call: the model may have written calls in its text
-            return _from_text(native.text, known, formats)
+            return _cut(_from_text(native.text, known, formats), native.truncated)
         if native is not None:
-            cut = "the response hit the output limit and was cut off; the call was not run"
+            cut = _CUT
             calls = tuple(
                 ToolCall(
                     c.name,
@@ -61,12 +62,21 @@ def detect(
                 truncated=native.truncated,
             )
         content = _message_text(data)
-        return _from_text(
+        found = _from_text(
             content if content is not None else json.dumps(data, ensure_ascii=False, default=str),
             known,
             formats,
         )
+        return _cut(found, content is not None and stopped_at_limit(data))
     return _from_text(str(data), known, formats)
+
+
+def _cut(found: Detection, truncated: bool) -> Detection:
+    """``found`` as the provider cut it at its length limit: no text call in it runs."""
+    if not truncated:
+        return found
+    calls = tuple(replace(c, problem=c.problem or _CUT) for c in found.calls)
+    return replace(found, calls=calls, truncated=True)
 
 
 def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -> Detection:
@@ -78,6 +88,8 @@ def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -
         calls, "text", found.format, text, final=found.final, has_final=found.has_final
     )
 
+
+_CUT = "the response hit the output limit and was cut off; the call was not run"
 
 _MESSAGE_KEYS = {"role", "content", "refusal", "annotations", "name", "thinking", "tool_calls"}
 

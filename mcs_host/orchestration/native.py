@@ -111,6 +111,25 @@ def _arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None, tuple[str, 
     return dict(raw), None, notes
 
 
+def stopped_at_limit(data: Mapping[str, Any]) -> bool:
+    """Whether a provider's response says its output was cut at the length limit
+    (OpenAI's ``finish_reason: length``, Anthropic's ``max_tokens``, the Responses API's
+    ``max_output_tokens``, Gemini's ``MAX_TOKENS``, Ollama's ``done_reason: length``)."""
+    choices = data.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    candidates = data.get("candidates")
+    candidate = candidates[0] if isinstance(candidates, list) and candidates else None
+    reasons = (
+        _mapping(first).get("finish_reason"),
+        data.get("finish_reason"),
+        data.get("stop_reason"),
+        data.get("done_reason"),
+        _mapping(data.get("incomplete_details")).get("reason"),
+        _mapping(candidate).get("finishReason", _mapping(candidate).get("finish_reason")),
+    )
+    return any(r in ("length", "max_tokens", "max_output_tokens", "MAX_TOKENS") for r in reasons)
+
+
 def _openai_chat(data: Mapping[str, Any]) -> NativeDetection | None:
     truncated = False
     choices = data.get("choices")

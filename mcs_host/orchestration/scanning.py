@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
@@ -68,10 +69,11 @@ def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> 
     if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
         item = action
     name = None
+    named_by = ""
     for key in NAME_KEYS:
         value = item.get(key)
         if isinstance(value, str):
-            name = value
+            name, named_by = value, key
             break
     if name is None:
         function = item.get("function")
@@ -84,11 +86,12 @@ def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> 
         if key in item:
             raw = item[key]
             break
-    if name not in known:
-        if raw is _NO_ARGUMENTS:
-            return None  # a JSON answer with a "name" field, not a call
-        if _PLACEHOLDER.fullmatch(name.strip()):
-            return None  # a template copied from the prompt
+    if raw is _NO_ARGUMENTS and not (named_by == "tool" and name in known):
+        # a JSON answer with a "name" field is not a call; only the protocol's own
+        # {"tool": "<an offered tool>"} may leave its arguments out
+        return None
+    if name not in known and _PLACEHOLDER.fullmatch(name.strip()):
+        return None  # a template copied from the prompt
     arguments, problem, more = arguments_of({} if raw is _NO_ARGUMENTS else raw)
     return TextCall(name, arguments, problem, notes + more)
 
@@ -204,7 +207,31 @@ def python_calls(source: str) -> Iterator[TextCall]:
         except (ValueError, TypeError, RecursionError):  # {[1]: 2} is a literal, not hashable
             yield TextCall(name, None, "an argument is not a literal value")
             continue
+        if not is_json_value(arguments):
+            yield TextCall(name, None, "an argument is not a JSON value (bytes, a set, inf...)")
+            continue
         yield TextCall(name, arguments)
+
+
+def is_json_value(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is what JSON can hold: no bytes, sets, tuples of Python objects,
+    infinities or non-string keys (a pythonic call's literals may be any of those)."""
+    if depth > 64:
+        return False
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(is_json_value(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_json_value(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def cut_off(what: str) -> str:
+    """The problem of a call whose closing delimiter never came."""
+    return f"the call was cut off ({what} never came); it was not run"
 
 
 def xml_value(raw: str) -> Any:

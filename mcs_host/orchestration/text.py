@@ -123,11 +123,18 @@ def _json_protocol(text: str, known: Collection[str]) -> TextDetection:
         whole = _calls_or_final(stripped, known)
         if whole is not None:
             return whole
+    fenced: list[TextDetection] = []
     for lang, body in _FENCE.findall(text) if "```" in text else ():
         if lang.lower() in ("", "json", "tool_call", "tool_code", "javascript"):
-            fenced = _calls_or_final(body.strip(), known)
-            if fenced is not None:
-                return fenced
+            found = _calls_or_final(body.strip(), known)
+            if found is not None:
+                fenced.append(found)
+    if fenced:  # every fenced call, in order; a final answer only when no block holds a call
+        calls = tuple(call for found in fenced for call in found.calls)
+        if calls:
+            notes = tuple(dict.fromkeys(note for found in fenced for note in found.notes))
+            return TextDetection(calls, "json", notes=notes)
+        return fenced[0]
     return _in_prose(text, known)
 
 

@@ -173,6 +173,7 @@ class _Node:
         "bounds",
         "const",
         "enum",
+        "enum_keys",
         "extra",
         "items",
         "max_items",
@@ -195,6 +196,7 @@ class _Node:
         self.typed: Callable[[Any], bool] = _always
         """Whether a value has one of ``types``."""
         self.enum: Any = _MISSING
+        self.enum_keys: frozenset[Any] = frozenset()
         self.const: Any = _MISSING
         self.properties: dict[str, _Node] = {}
         self.required: tuple[str, ...] = ()
@@ -228,6 +230,9 @@ class _Node:
         self.enum = schema.get("enum", _MISSING)
         if self.enum is not _MISSING and not isinstance(self.enum, list):
             raise ValueError(f"enum must be a list, not {self.enum!r}")
+        if self.enum is not _MISSING:
+            # JSON equality, not Python's: true is not 1 (1 and 1.0 are one JSON number)
+            self.enum_keys = frozenset(_json_key(v) for v in self.enum)
         self.const = schema.get("const", _MISSING)
         properties = schema.get("properties") or {}
         if not isinstance(properties, Mapping):
@@ -277,10 +282,10 @@ class _Node:
                     path, "type", f"expected {' or '.join(self.types)}, got {_describe(value)}"
                 )
                 return value
-        if self.enum is not _MISSING and value not in self.enum:
+        if self.enum is not _MISSING and _json_key(value) not in self.enum_keys:
             options = ", ".join(repr(v) for v in self.enum)
             context.fail(path, "enum", f"{value!r} is not one of {options}", self.enum)
-        if self.const is not _MISSING and value != self.const:
+        if self.const is not _MISSING and _json_key(value) != _json_key(self.const):
             context.fail(path, "const", f"must be {self.const!r}", [self.const])
         if isinstance(value, dict):
             value = self.object(value, path, context)

@@ -5,19 +5,52 @@ from __future__ import annotations
 
 from mcs_host.orchestration.calls import TextFormat
 
-from . import dsl, hermes, llama, mistral, phi, pythonic
+from . import (
+    cohere,
+    deepseek,
+    dsl,
+    gemma,
+    gigachat,
+    granite,
+    harmony,
+    hermes,
+    internlm,
+    kimi,
+    lfm2,
+    llama,
+    minimax,
+    mistral,
+    phi,
+    pythonic,
+    seed,
+)
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 BUILTIN: tuple[TextFormat, ...] = tuple(
     sorted(
         (
-            *hermes.FORMATS,
-            *llama.FORMATS,
-            *mistral.FORMATS,
-            *phi.FORMATS,
-            *dsl.FORMATS,
-            *pythonic.FORMATS,
+            format_
+            for family in (
+                hermes,
+                seed,
+                llama,
+                deepseek,
+                kimi,
+                harmony,
+                minimax,
+                lfm2,
+                gemma,
+                granite,
+                internlm,
+                cohere,
+                gigachat,
+                mistral,
+                phi,
+                dsl,
+                pythonic,
+            )
+            for format_ in family.FORMATS
         ),
         key=lambda f: (f.order, f.name),
     )

@@ -27,4 +27,4 @@ def tool_lines(text: str, known: Collection[str]) -> TextDetection | None:
     return TextDetection(tuple(calls), "dsl") if calls else None
 
 
-FORMATS = (TextFormat("dsl", tool_lines, ("@tool",), 300),)
+FORMATS = (TextFormat("dsl", tool_lines, ("@tool",), 400),)

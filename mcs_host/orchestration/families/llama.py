@@ -1,5 +1,6 @@
-"""Llama 3.x: calls after ``<|python_tag|>``, JSON objects or ``f(a=1)`` separated by ``;``,
-up to the end-of-message token."""
+"""Llama 3.x and 4: calls after each ``<|python_tag|>`` (JSON objects or ``f(a=1)``,
+separated by ``;``, up to the end-of-message token), and Llama 4's
+``<|python_start|>[f(a=1), ...]<|python_end|>``."""
 
 from __future__ import annotations
 
@@ -13,21 +14,36 @@ __all__: list[str] = []  # the formats reach users through TextFormats
 
 _PYTHON_TAG = "<|python_tag|>"
 _LLAMA_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>|<\|end_of_text\|>")
+_CALL_START = re.compile(r"[A-Za-z_][\w.]*\s*\(")
+_PYTHON_BLOCK = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|\Z)", re.DOTALL)
 
 
 def python_tag(text: str, known: Collection[str]) -> TextDetection | None:
-    """The calls after the first ``<|python_tag|>``."""
-    body = _LLAMA_END.split(text.split(_PYTHON_TAG, 1)[1])[0].strip()
+    """The calls after every ``<|python_tag|>``."""
     calls: list[TextCall] = []
-    for piece in split_top_level(body, ";"):
-        part = piece.strip()
-        if not part:
-            continue
-        if part.startswith("{"):
-            calls.extend(calls_from_fragment(part, _PYTHON_TAG, strict_names=False))
-        else:
-            calls.extend(python_calls(part))
-    return TextDetection(tuple(calls), "python-tag")
+    for chunk in text.split(_PYTHON_TAG)[1:]:
+        body = _LLAMA_END.split(chunk)[0].strip()
+        for piece in split_top_level(body, ";"):
+            part = piece.strip()
+            if not part:
+                continue
+            if part.startswith("{"):
+                calls.extend(calls_from_fragment(part, _PYTHON_TAG, strict_names=False))
+            elif _CALL_START.match(part):
+                calls.extend(python_calls(part))
+    return TextDetection(tuple(calls), "python-tag") if calls else None
 
 
-FORMATS = (TextFormat("python-tag", python_tag, (_PYTHON_TAG,), 120),)
+def python_block(text: str, known: Collection[str]) -> TextDetection | None:
+    """Llama 4: each ``<|python_start|>`` block's call list."""
+    calls: list[TextCall] = []
+    for body in _PYTHON_BLOCK.findall(text):
+        if body.strip():
+            calls.extend(python_calls(body.strip()))
+    return TextDetection(tuple(calls), "python-start") if calls else None
+
+
+FORMATS = (
+    TextFormat("python-tag", python_tag, (_PYTHON_TAG,), 120),
+    TextFormat("python-start", python_block, ("<|python_start|>",), 121),
+)

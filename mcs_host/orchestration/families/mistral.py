@@ -1,5 +1,7 @@
-"""Mistral: ``[TOOL_CALLS]`` then a JSON array (before tokenizer v11) or
-``name[ARGS]{...}`` (v11), with an optional ``[CALL_ID]``."""
+"""Mistral: ``[TOOL_CALLS]`` then a JSON array (before tokenizer v11; anything before the
+array is skipped) or ``name[ARGS]{...}`` (v11; ``[ARGS]`` may be missing from the decoded
+text, and ``[CALL_ID]id`` may come before it), the arguments ending where their JSON ends.
+Magistral's reasoning is ``[THINK]`` ... ``[/THINK]``."""
 
 from __future__ import annotations
 
@@ -7,31 +9,37 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, calls_from_fragment
+from mcs_host.orchestration.scanning import call_with_arguments, calls_from_fragment, first_value
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
-_MISTRAL_NAMED = re.compile(
-    r"\[TOOL_CALLS\]\s*([A-Za-z0-9_.\-]+)\s*(?:\[CALL_ID\]\s*([A-Za-z0-9]+)\s*)?\[ARGS\]"
+_MARK = "[TOOL_CALLS]"
+_NAMED = re.compile(
+    r"\[TOOL_CALLS\]\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*(\w+)\s*)?(?:\[ARGS\]|(?=\{))"
 )
 
 
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
-    """Every ``[TOOL_CALLS]`` in ``text``."""
+    """Every ``[TOOL_CALLS]`` in ``text``; ``None`` when none is followed by a call."""
     calls: list[TextCall] = []
-    named = list(_MISTRAL_NAMED.finditer(text))
+    named = list(_NAMED.finditer(text))
     if named:
         for index, match in enumerate(named):
             end = named[index + 1].start() if index + 1 < len(named) else len(text)
             body = text[match.end() : end].strip()
+            if body[:1] in ("{", "["):
+                body = first_value(body)  # what follows the arguments is prose
             call = call_with_arguments(match.group(1), body)
             calls.append(
                 TextCall(call.name, call.arguments, call.problem, call.healed, match.group(2))
             )
         return TextDetection(tuple(calls), "mistral")
-    for chunk in text.split("[TOOL_CALLS]")[1:]:
-        calls.extend(calls_from_fragment(chunk.strip(), "[TOOL_CALLS]", strict_names=False))
-    return TextDetection(tuple(calls), "mistral")
+    for chunk in text.split(_MARK)[1:]:
+        start = min((i for i in (chunk.find("["), chunk.find("{")) if i != -1), default=-1)
+        if start == -1:
+            continue  # the marker only mentioned
+        calls.extend(calls_from_fragment(chunk[start:].strip(), _MARK, strict_names=False))
+    return TextDetection(tuple(calls), "mistral") if calls else None
 
 
-FORMATS = (TextFormat("mistral", tool_calls, ("[TOOL_CALLS]",), 200),)
+FORMATS = (TextFormat("mistral", tool_calls, (_MARK,), 300, reasoning=(("[THINK]", "[/THINK]"),)),)

@@ -1,5 +1,6 @@
-"""A pythonic call list ``[f(a=1), g(b='x')]`` (Llama 4 and others): the whole response or a
-fenced block, and only of tools on offer, as prose and code samples look alike."""
+"""A pythonic call list ``[f(a=1), g(b='x')]`` (Llama 4 and others): the whole response, a
+fenced block, or a list after prose, and only of tools on offer, as prose and code samples
+look alike."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextDetection, TextFormat
-from mcs_host.orchestration.scanning import python_calls
+from mcs_host.orchestration.scanning import matching, python_calls
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 _PYTHONIC = re.compile(r"^\[\s*[A-Za-z_][\w.]*\s*\(.*\)\s*\]$", re.DOTALL)
+_OPENING = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
@@ -22,6 +24,11 @@ def call_list(text: str, known: Collection[str]) -> TextDetection | None:
         candidates += [
             body.strip() for lang, body in _FENCE.findall(text) if lang in ("", "python", "py")
         ]
+    for opening in _OPENING.finditer(text):  # a list after prose: only of tools on offer
+        if opening.group(1) in known:
+            end = matching(text, opening.start())
+            if end is not None:
+                candidates.append(text[opening.start() : end + 1])
     for candidate in candidates:
         if candidate[:1] == "[" and _PYTHONIC.match(candidate):
             calls = list(python_calls(candidate))

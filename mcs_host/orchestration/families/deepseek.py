@@ -1,0 +1,125 @@
+"""DeepSeek and Step-3: ``<|tool▁calls▁begin|>`` sections (in the tokens every ``|`` is
+U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each call
+``<|tool▁call▁begin|>`` ... ``<|tool▁call▁end|>``:
+
+- V3 and R1: ``function<|tool▁sep|>name`` then the arguments in a fenced JSON block;
+- V3.1: ``name<|tool▁sep|>{json}``;
+- Step-3: ``function<|tool_sep|><steptml:invoke name="..."><steptml:parameter name="k">v``;
+
+and V3.2's DSML: ``<|DSML|function_calls>``, ``<|DSML|invoke name="...">`` with
+``<|DSML|parameter name="k" string="true|false">v</|DSML|parameter>`` (a string as it is,
+anything else JSON). R1's reasoning is ``<think>``, which the text step sets aside.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.scanning import call_with_arguments, cut_off, xml_value
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_BAR = "\uff5c"
+_S = "[\u2581_ ]"  # the separator inside a token's name
+_CALLS_BEGIN = re.compile(rf"<{_BAR}tool{_S}calls(?:{_S}begin)?{_BAR}>")
+_CALLS_END = re.compile(rf"<{_BAR}tool{_S}calls{_S}end{_BAR}>")
+_CALL = re.compile(
+    rf"(?:<{_BAR}tool{_S}call{_S}begin{_BAR}>)(.*?)(<{_BAR}tool{_S}call{_S}end{_BAR}>|\Z)",
+    re.DOTALL,
+)
+_SEP = re.compile(rf"<{_BAR}tool{_S}sep{_BAR}>")
+_FENCED = re.compile(r"\A\s*([^\n`]*?)\s*\n?```(?:json)?\s*\n?(.*?)\n?\s*```\s*\Z", re.DOTALL)
+_STEP_INVOKE = re.compile(r'<steptml:invoke name="([^"]+)">(.*?)(</steptml:invoke>|\Z)', re.DOTALL)
+_STEP_PARAMETER = re.compile(
+    r'<steptml:parameter name="([^"]+)">(.*?)(?:</steptml:parameter>|\Z)', re.DOTALL
+)
+_DSML = f"{_BAR}DSML{_BAR}"
+_DSML_INVOKE = re.compile(rf'<{_DSML}invoke name="([^"]+)">(.*?)(</{_DSML}invoke>|\Z)', re.DOTALL)
+_DSML_PARAMETER = re.compile(
+    rf'<{_DSML}parameter name="([^"]+)"(?:\s+string="(true|false)")?>(.*?)'
+    rf"(</{_DSML}parameter>|\Z)",
+    re.DOTALL,
+)
+
+
+def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
+    """The calls of every section; ``None`` when no section begins (the token only mentioned
+    in a word, or a Step-3/DeepSeek token of another kind)."""
+    begin = _CALLS_BEGIN.search(text)
+    if begin is None:
+        return None
+    calls: list[TextCall] = []
+    for body, closing in _CALL.findall(text, begin.end()):
+        call = _one(body)
+        if call is not None and not closing and call.problem is None:
+            call = TextCall(call.name, None, cut_off("the tool call's end token"))
+        if call is not None:
+            calls.append(call)
+    fmt = "step3" if "<steptml:invoke" in text else "deepseek"
+    return TextDetection(tuple(calls), fmt)
+
+
+def _one(body: str) -> TextCall | None:
+    kind, sep, rest = _split_sep(body)
+    if not sep:
+        return None  # no separator: not a call
+    if "<steptml:invoke" in rest:
+        invoke = _STEP_INVOKE.search(rest)
+        if invoke is None:
+            return None
+        name, inner, closing = invoke.groups()
+        if not closing:
+            return TextCall(name, None, cut_off("</steptml:invoke>"))
+        values = {k: xml_value(v.strip()) for k, v in _STEP_PARAMETER.findall(inner)}
+        return TextCall(name, values)
+    if kind.strip() == "function":  # V3 and R1: the name, then a fenced block
+        fenced = _FENCED.match(rest)
+        if fenced is None:
+            name = rest.strip().split("\n", 1)[0].strip()
+            return TextCall(name or "?", None, "the arguments are not in a ```json block")
+        return call_with_arguments(fenced.group(1).strip(), fenced.group(2).strip())
+    return call_with_arguments(kind.strip(), rest.strip())  # V3.1: name, then the JSON
+
+
+def _split_sep(body: str) -> tuple[str, str, str]:
+    found = _SEP.search(body)
+    if found is None:
+        return body, "", ""
+    return body[: found.start()], found.group(0), body[found.end() :]
+
+
+def dsml(text: str, known: Collection[str]) -> TextDetection | None:
+    """DeepSeek V3.2: each ``invoke`` in the ``function_calls`` block."""
+    start = text.find(f"<{_DSML}function_calls>")
+    if start == -1:
+        return None
+    calls = []
+    for name, body, closing in _DSML_INVOKE.findall(text, start):
+        if not closing:
+            calls.append(TextCall(name, None, cut_off(f"</{_DSML}invoke>")))
+            continue
+        arguments: dict[str, Any] = {}
+        problem = None
+        for key, is_string, value, ends in _DSML_PARAMETER.findall(body):
+            if not ends:
+                problem = cut_off(f"</{_DSML}parameter>")
+            arguments[key] = value if is_string == "true" else _json_or_text(value)
+        calls.append(TextCall(name, None if problem else arguments, problem))
+    return TextDetection(tuple(calls), "deepseek-dsml")
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
+FORMATS = (
+    TextFormat("deepseek", tool_calls, (f"<{_BAR}tool",), 130),
+    TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>",), 131),
+)

@@ -1,0 +1,28 @@
+"""GigaChat 3 and 3.1: one JSON call after ``function call<|role_sep|>`` (3) or
+``<|function_call|>`` (3.1), perhaps followed by ``</s>``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextDetection, TextFormat
+from mcs_host.orchestration.scanning import calls_from_fragment
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_START = re.compile(r"function call<\|role_sep\|>\s*|<\|function_call\|>\s*")
+
+
+def function_call(text: str, known: Collection[str]) -> TextDetection | None:
+    start = _START.search(text)
+    if start is None:
+        return None
+    body = text[start.end() :].removesuffix("</s>").strip()
+    if not body.startswith("{"):
+        return None
+    calls = calls_from_fragment(body, "function call", strict_names=False)
+    return TextDetection(tuple(calls), "gigachat")
+
+
+FORMATS = (TextFormat("gigachat", function_call, ("<|role_sep|>", "<|function_call|>"), 220),)

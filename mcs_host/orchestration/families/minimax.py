@@ -1,0 +1,68 @@
+"""MiniMax, Jamba and Hunyuan:
+
+- MiniMax-M2: ``<minimax:tool_call>`` with ``<invoke name="...">`` and
+  ``<parameter name="k">v</parameter>`` children;
+- ``<tool_calls>`` ... ``</tool_calls>`` holding a JSON array (Jamba, Hunyuan A13B) or one
+  JSON call per line (MiniMax-M1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.scanning import calls_from_fragment, cut_off, xml_value
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_INVOKE = re.compile(r'<invoke name="([^"]+)">(.*?)(</invoke>|\Z)', re.DOTALL)
+_PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|\Z)', re.DOTALL)
+_BLOCK = re.compile(r"<tool_calls>(.*?)(</tool_calls>|\Z)", re.DOTALL)
+
+
+def invokes(text: str, known: Collection[str]) -> TextDetection | None:
+    """Each ``<invoke>`` after ``<minimax:tool_call>``."""
+    start = text.find("<minimax:tool_call>")
+    calls = []
+    for name, body, closing in _INVOKE.findall(text, start):
+        if not closing:
+            calls.append(TextCall(name, None, cut_off("</invoke>")))
+            continue
+        arguments = {k: xml_value(_trimmed(v)) for k, v in _PARAMETER.findall(body)}
+        calls.append(TextCall(name, arguments))
+    return TextDetection(tuple(calls), "minimax-m2") if calls else None
+
+
+def _trimmed(value: str) -> str:
+    return value.strip("\n")
+
+
+def tool_calls_block(text: str, known: Collection[str]) -> TextDetection | None:
+    """Each ``<tool_calls>`` block: a JSON array, or one JSON call per line."""
+    calls: list[TextCall] = []
+    for body, closing in _BLOCK.findall(text):
+        stripped = body.strip()
+        if not stripped:
+            continue
+        if stripped[0] == "[":
+            found = calls_from_fragment(stripped, "<tool_calls>", strict_names=False)
+        else:
+            found = [
+                call
+                for line in stripped.splitlines()
+                if line.strip().startswith("{")
+                for call in calls_from_fragment(line.strip(), "<tool_calls>", strict_names=False)
+            ]
+        if not closing:
+            found = [
+                c if c.problem else TextCall(c.name, None, cut_off("</tool_calls>")) for c in found
+            ]
+        calls.extend(found)
+    return TextDetection(tuple(calls), "tool_calls-tag") if calls else None
+
+
+FORMATS = (
+    TextFormat("minimax-m2", invokes, ("<minimax:tool_call>",), 150),
+    TextFormat("tool_calls-tag", tool_calls_block, ("<tool_calls>",), 160),
+)

@@ -1,0 +1,39 @@
+"""Seed-OSS: ``<seed:tool_call>`` around Qwen3-Coder's ``<function=...><parameter=...>``;
+reasoning in ``<seed:think>`` holds no call, even one written out in full."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.families.hermes import xml_functions
+from mcs_host.orchestration.scanning import cut_off
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_BLOCK = re.compile(r"<seed:tool_call>(.*?)(</seed:tool_call>|\Z)", re.DOTALL)
+
+
+def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
+    calls: list[TextCall] = []
+    for body, closing in _BLOCK.findall(text):
+        found = list(xml_functions(body))
+        if not closing:
+            found = [
+                c if c.problem else TextCall(c.name, None, cut_off("</seed:tool_call>"))
+                for c in found
+            ]
+        calls.extend(found)
+    return TextDetection(tuple(calls), "seed-oss") if calls else None
+
+
+FORMATS = (
+    TextFormat(
+        "seed-oss",
+        tool_calls,
+        ("<seed:tool_call>",),
+        105,
+        reasoning=(("<seed:think>", "</seed:think>"),),
+    ),
+)
