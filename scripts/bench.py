@@ -8,9 +8,10 @@ Sets up ``.venvs/bench`` with this checkout's mcs-host and the bundled drivers (
 user installs them, not editable) plus the peers measured against it: stevedore, and the
 reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a dependency of
 mcs-host). Then runs, each in that venv, scripts/bench_discovery.py, bench_cli.py,
-bench_digest.py, bench_orchestrator.py, bench_load.py, bench_import.py and bench_csv.py, and
-prints their tables and every budget with its verdict. ``--readme`` replaces the text between the
-``bench:begin`` and ``bench:end`` markers of README.md with the report.
+bench_digest.py, bench_orchestrator.py, bench_detection.py, bench_load.py, bench_import.py and
+bench_csv.py, and prints their tables and every budget with its verdict. ``--readme``
+replaces the text between the ``bench:begin`` and ``bench:end`` markers of README.md with
+the report.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ SCRIPTS = {
     "bench_cli.py": (["--repeat", "21"], ["--repeat", "5"]),
     "bench_digest.py": (["--repeat", "7"], ["--repeat", "3", "--large-mib", "64"]),
     "bench_orchestrator.py": (["--repeat", "7"], ["--repeat", "3"]),
+    "bench_detection.py": (
+        ["--sizes", "1,10", "--repeat", "3"],
+        ["--sizes", "0.1,1", "--repeat", "1"],
+    ),
     "bench_load.py": (["--repeat", "11"], ["--repeat", "3"]),
     "bench_import.py": (["--repeat", "15"], ["--repeat", "3"]),
     "bench_csv.py": (["--mib", "60", "--repeat", "3"], ["--mib", "8", "--repeat", "1"]),

@@ -173,10 +173,10 @@ def main() -> int:
                     f"| {case} | {n} | {_show(measured[n])} | {_show(theirs)} | "
                     f"{measured[n] / theirs:.2f}x |"
                 )
-                if n == sizes[0]:
-                    budgets.append(
-                        Budget(f"{case}, 6 tools, mcs-host / reference", measured[n] / theirs, 0.5)
-                    )
+                if n == sizes[0]:  # the clean call's goal is half the reference's time
+                    limit = 0.5 if output is CLEAN else 1.0
+                    ratio = measured[n] / theirs
+                    budgets.append(Budget(f"{case}, 6 tools, mcs-host / reference", ratio, limit))
             else:
                 lines.append(f"| {case} | {n} | {_show(measured[n])} | not installed | |")
         budgets.append(

@@ -382,3 +382,92 @@ def test_no_model_output_raises_out_of_the_orchestrator(output: Any, expected: s
     else:
         assert response.call_failed
         assert expected in (response.call_detail or "")
+
+
+# -- linear time: inputs built to make a scanner read the text again from every opening ------
+
+ADVERSARIAL = {
+    "think openers": "<think>" * 30_000,
+    "thinking openers, mixed case": "<THINKING>" * 20_000,
+    "pythonic openers of an offered tool": "[get_weather(" * 15_000,
+    "line-protocol calls never closed": "@tool add {\n" * 20_000,
+    "unclosed calls of an offered tool": '{"tool": "add", "arguments": {' * 6_000,
+    "nested objects with a name key": '{"name": "add", "arguments": ' * 6_000,
+    "objects nested to the end": '{"a":' * 40_000 + "}" * 40_000,
+    "quotes flipping between braces": 'x"{"tool": "add", "arguments": {' * 6_000,
+    "apostrophes and braces": "it's {'a': [" * 15_000,
+    "tag openers": "<tool_call>" * 20_000,
+    "mistral names never closed": "[TOOL_CALLS]add{" * 15_000,
+    "fences never closed": "```json\n{\n" * 20_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_adversarial_responses_run_nothing_and_end(text: str) -> None:
+    # each of these took minutes to hours before detection became linear (the benchmark
+    # scripts/bench_detection.py measures them at 1 and 10 MB); here they must end and run
+    # nothing, whatever they are reported as
+    calc = Calculator()
+    response = Orchestrator({"calc": calc}).process_llm_response(text)
+    assert calc.calls == []
+    assert not response.call_executed
+
+
+def test_the_bracket_map_answers_as_reading_on_from_each_bracket_does() -> None:
+    import random
+
+    from mcs_host.orchestration.scanning import Brackets, closing
+
+    generator = random.Random(14)  # noqa: S311 - reproducible inputs, not secrets
+    for _ in range(400):
+        text = "".join(generator.choice("{}[]\"'\\ab ") for _ in range(generator.randrange(60)))
+        for quotes in (False, True):
+            brackets = Brackets(text, quotes)
+            answered = 0
+            for index, char in enumerate(text):
+                if char in "{[":
+                    answer = brackets.closing(index)
+                    if answer is not None:
+                        answered += 1
+                        assert answer == closing(text, index, quotes), (text, index, quotes)
+            assert answered or not any(c in "{[" for c in text) or brackets._passes == 8
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"tool": "add", "arguments": {"a": 1, "b": 2}}',
+        '  {"name": "search", "parameters": {"q": "x"}}\n',
+        '{"name": "search", "arguments": {}}',
+        '{"tool": "add", "arguments": {"a": "<think>"}}',
+        '{"tool": "add", "arguments": {"a": [1, 2]}}',
+        '{"tool": "nope", "arguments": {"a": 1}}',
+        '{"tool": "add", "arguments": {"a": 1}, "id": "x"}',
+        '{"tool": "add", "arguments": "{\\"a\\": 1}"}',
+        '{"tool": "add", "arguments": {"q": "@tool add {}"}}',
+        '{"tool": "add", "arguments": {"q": "[TOOL_CALLS]"}}',
+        '{"final": "done", "tool": "add"}',
+    ],
+)
+def test_the_fast_path_reads_a_clean_call_as_the_detector_does(text: str) -> None:
+    from mcs_host.orchestration import detection
+
+    full = detection._from_text(text, KNOWN, None)
+    fast = detection._clean(text, KNOWN, None)
+    assert fast is None or fast == full
+    if text.strip() == text and not any(c in text for c in "[<@") and "nope" not in text:
+        assert fast is not None or "id" in text or "final" in text or "\\" in text
+
+
+def test_code_fences_are_read_as_the_markdown_expression_reads_them() -> None:
+    import random
+    import re
+
+    from mcs_host.orchestration.scanning import fences
+
+    expression = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+    pieces = ["```", "`", "json", " ", "\n", "a", "py", "\t", "x`"]
+    generator = random.Random(7)  # noqa: S311 - reproducible inputs, not secrets
+    for _ in range(5000):
+        text = "".join(generator.choice(pieces) for _ in range(generator.randrange(25)))
+        assert list(fences(text)) == expression.findall(text), text

@@ -279,3 +279,44 @@ def test_enum_const_and_unique_items_use_json_equality_not_pythons(
     counts ``1`` and ``1.0`` as one number.)"""
     full = {"type": "object", "properties": {"v": schema}}
     assert validate_arguments(full, {"v": value}).ok is ok
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"city": "Oslo"},
+        {"city": "Oslo", "days": 3, "unit": "C", "tags": ["a"], "note": None},
+        {"city": "Oslo", "days": 3, "unit": "C", "tags": ["a"], "code": "OSL"},
+        {"city": "Oslo", "days": "3"},
+        {"city": "Oslo", "days": 3.0},
+        {"city": "Oslo", "ratio": float("inf")},
+        {"city": "Oslo", "verbose": "true"},
+        {"city": "Oslo", "tags": ["a", "a"]},
+        {"city": "Oslo", "note": "x"},
+        {"city": "Oslo", "note": 5},
+        {"city": "Oslo", "where": {"lat": 1}},
+        {"city": "Oslo", "where": {"lat": "1"}},
+        {"city": "Oslo", "code": "OSL", "extra": 1},
+        {"city": "O"},
+        {},
+    ],
+)
+def test_the_fast_acceptance_agrees_with_the_full_check(arguments: dict[str, Any]) -> None:
+    validator = compile_schema(SCHEMA)
+    full = validator._node.check(dict(arguments), "", _context())
+    checked = validator.validate(arguments)
+    if validator.accepts(arguments):
+        # passing as they are: the full check finds nothing to report or coerce
+        assert full == arguments
+        assert checked.ok
+        assert checked.coerced == ()
+    # "not sure" sends the call to the full check; the common clean shapes never need it
+    clean = [{"city": "Oslo"}, {"city": "Oslo", "note": "x"}, {"city": "Oslo", "where": {"lat": 1}}]
+    if arguments in clean or ("code" in arguments and "extra" not in arguments):
+        assert validator.accepts(arguments)
+
+
+def _context() -> Any:
+    from mcs_host.orchestration.validation import _Context
+
+    return _Context()

@@ -18,7 +18,7 @@ from typing import Any
 
 from .calls import Detection, ToolCall
 from .native import as_mapping, detect_native, stopped_at_limit
-from .text import TextFormats, detect_text
+from .text import DEFAULT_FORMATS, TextFormats, detect_text
 
 __all__ = ["detect"]
 
@@ -34,8 +34,10 @@ def detect(
     call list, counts as a call only when it names one of them. ``formats`` are the text
     formats to try (default: the built-in ones).
     """
+    if type(llm_response) is str:
+        return _clean(llm_response, known, formats) or _from_text(llm_response, known, formats)
     data = as_mapping(llm_response)
-    if isinstance(data, Mapping):
+    if isinstance(data, dict | Mapping):
         native = detect_native(data)
         if native is not None and not native.calls:
             # no native call: the model may have written calls in its text
@@ -79,6 +81,40 @@ def _cut(found: Detection, truncated: bool) -> Detection:
     return replace(found, calls=calls, truncated=True)
 
 
+def _clean(text: str, known: Collection[str], formats: TextFormats | None) -> Detection | None:
+    """The fast path: a response that is one JSON-protocol call of an offered tool and
+    nothing else, read as the text detector would read it, or ``None`` (then the detector
+    decides). ``{"tool"|"name": ..., "arguments": {...}}`` and ``{"name", "parameters"}``."""
+    stripped = text.strip()
+    if stripped[:1] != "{" or stripped[-1:] != "}":
+        return None
+    if not (formats or DEFAULT_FORMATS).unmarked(stripped):
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or len(value) != 2:
+        return None
+    keys = value.keys()
+    if keys == _TOOL_ARGUMENTS:
+        name, arguments = value["tool"], value["arguments"]
+    elif keys == _NAME_ARGUMENTS:
+        name, arguments = value["name"], value["arguments"]
+    elif keys == _NAME_PARAMETERS:
+        name, arguments = value["name"], value["parameters"]
+    else:
+        return None
+    if type(name) is not str or type(arguments) is not dict or name not in known:
+        return None
+    return Detection((ToolCall(name, arguments or {}),), "text", "json", text)
+
+
+_TOOL_ARGUMENTS = {"tool", "arguments"}
+_NAME_ARGUMENTS = {"name", "arguments"}
+_NAME_PARAMETERS = {"name", "parameters"}
+
+
 def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -> Detection:
     found = detect_text(text, known, formats)
     calls = tuple(
@@ -97,10 +133,10 @@ _MESSAGE_KEYS = {"role", "content", "refusal", "annotations", "name", "thinking"
 def _message_text(data: Mapping[str, Any]) -> str | None:
     """The text of a chat message (or a response holding one) without native calls."""
     choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict | Mapping):
         data = choices[0]
     message = data.get("message")
-    if isinstance(message, Mapping):
+    if isinstance(message, dict | Mapping):
         data = message
     content = data.get("content")
     if isinstance(content, str) and set(data) <= _MESSAGE_KEYS:

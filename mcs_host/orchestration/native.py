@@ -70,7 +70,7 @@ class NativeDetection:
 def as_mapping(value: Any) -> Any:
     """A provider SDK object as plain data (its ``model_dump``), anything else unchanged."""
     dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, Mapping):
+    if callable(dump) and not isinstance(value, dict | Mapping):
         return dump(mode="json", exclude_none=True)
     return value
 
@@ -88,7 +88,7 @@ def detect_native(data: Mapping[str, Any]) -> NativeDetection | None:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict | Mapping) else {}
 
 
 def _name(value: Any) -> str:
@@ -106,7 +106,7 @@ def _arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None, tuple[str, 
             if exc.truncated:
                 return None, f"the arguments were cut off ({exc.reason}); not run", ()
             return None, f"the arguments are not readable JSON ({exc.reason})", ()
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict | Mapping):
         return None, f"the arguments must be an object, not {type(raw).__name__}", notes
     return dict(raw), None, notes
 
@@ -134,7 +134,7 @@ def _openai_chat(data: Mapping[str, Any]) -> NativeDetection | None:
     truncated = False
     choices = data.get("choices")
     if isinstance(choices, list):
-        if not choices or not isinstance(choices[0], Mapping):
+        if not choices or not isinstance(choices[0], dict | Mapping):
             return None
         truncated = choices[0].get("finish_reason") == "length"
         data = choices[0]
@@ -149,16 +149,16 @@ def _openai_chat(data: Mapping[str, Any]) -> NativeDetection | None:
         calls.append(NativeCall("?", None, None, "tool_calls is not a list of calls"))
         entries = []
     for entry in entries:
-        function = entry.get("function") if isinstance(entry, Mapping) else None
-        call_id = entry.get("id") if isinstance(entry, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        function = entry.get("function") if isinstance(entry, dict | Mapping) else None
+        call_id = entry.get("id") if isinstance(entry, dict | Mapping) else None
+        if not isinstance(function, dict | Mapping) or not isinstance(function.get("name"), str):
             calls.append(NativeCall("?", None, call_id, "the tool call has no function name"))
             continue
         arguments, problem, notes = _arguments(function.get("arguments"))
         calls.append(NativeCall(function["name"], arguments, call_id, problem, notes))
     legacy = message.get("function_call")
     family = "openai-chat"
-    if isinstance(legacy, Mapping) and isinstance(legacy.get("name"), str):
+    if isinstance(legacy, dict | Mapping) and isinstance(legacy.get("name"), str):
         arguments, problem, notes = _arguments(legacy.get("arguments"))
         calls.append(NativeCall(legacy["name"], arguments, None, problem, notes))
         if not message.get("tool_calls"):
@@ -185,7 +185,7 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
     calls: list[NativeCall] = []
     texts: list[str] = []
     for item in items:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict | Mapping):
             continue
         if item.get("type") == "function_call":
             arguments, problem, notes = _arguments(item.get("arguments"))
@@ -194,12 +194,12 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
         elif item.get("type") == "message":
             content = item.get("content")
             for part in content if isinstance(content, list) else ():
-                if isinstance(part, Mapping) and part.get("type") == "output_text":
+                if isinstance(part, dict | Mapping) and part.get("type") == "output_text":
                     texts.append(str(part.get("text", "")))
     native = [
         {k: item[k] for k in ("type", "call_id", "name", "arguments", "id") if k in item}
         for item in items
-        if isinstance(item, Mapping) and item.get("type") == "function_call"
+        if isinstance(item, dict | Mapping) and item.get("type") == "function_call"
     ]
     truncated = _mapping(data.get("incomplete_details")).get("reason") == "max_output_tokens"
     return NativeDetection("openai-responses", calls, "\n".join(texts), native, truncated)
@@ -211,12 +211,12 @@ def _anthropic(data: Mapping[str, Any]) -> NativeDetection | None:
         data.get("type") == "message" or data.get("role") == "assistant"
     ):
         return None
-    if not any(isinstance(b, Mapping) and "type" in b for b in content):
+    if not any(isinstance(b, dict | Mapping) and "type" in b for b in content):
         return None
     calls: list[NativeCall] = []
     texts: list[str] = []
     for block in content:
-        if not isinstance(block, Mapping):
+        if not isinstance(block, dict | Mapping):
             continue
         if block.get("type") == "text":
             texts.append(str(block.get("text", "")))
@@ -233,7 +233,7 @@ def _gemini(data: Mapping[str, Any]) -> NativeDetection | None:
     truncated = False
     candidates = data.get("candidates")
     if isinstance(candidates, list):
-        if not candidates or not isinstance(candidates[0], Mapping):
+        if not candidates or not isinstance(candidates[0], dict | Mapping):
             return None
         reason = candidates[0].get("finishReason", candidates[0].get("finish_reason"))
         truncated = reason == "MAX_TOKENS"
@@ -245,10 +245,10 @@ def _gemini(data: Mapping[str, Any]) -> NativeDetection | None:
     texts: list[str] = []
     found = False
     for part in parts:
-        if not isinstance(part, Mapping):
+        if not isinstance(part, dict | Mapping):
             continue
         call = part.get("functionCall", part.get("function_call"))
-        if isinstance(call, Mapping):
+        if isinstance(call, dict | Mapping):
             found = True
             name = _name(call.get("name"))
             arguments, problem, notes = _arguments(call.get("args", {}))
@@ -279,8 +279,8 @@ def _ollama(data: Mapping[str, Any]) -> NativeDetection | None:
         return None
     calls: list[NativeCall] = []
     for entry in message["tool_calls"]:
-        function = entry.get("function") if isinstance(entry, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        function = entry.get("function") if isinstance(entry, dict | Mapping) else None
+        if not isinstance(function, dict | Mapping) or not isinstance(function.get("name"), str):
             calls.append(NativeCall("?", None, None, "the tool call has no function name"))
             continue
         arguments, problem, notes = _arguments(function.get("arguments"))

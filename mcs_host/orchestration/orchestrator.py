@@ -348,8 +348,13 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         detection = self.detect(llm_response)
         if streaming and detection.found and not is_complete(detection):
             return DriverResponse()  # a chunk of a call still being written: wait for the rest
-        if detection.found:
-            routed = any(c.name in self._table.routes or c.problem for c in detection.calls)
+        if detection.calls:
+            routes = self._table.routes
+            routed = False
+            for call in detection.calls:
+                if call.name in routes or call.problem:
+                    routed = True
+                    break
             if routed or self.on_unknown == "fail":
                 return self.execute(detection)
         for label, driver in self._table.chained:
@@ -400,7 +405,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 results.append(None)
                 answers.append((call, f"error: {failure.message}", True))
         messages = messages_for(detection, answers)
-        detail = "; ".join(dict.fromkeys(notes)) or None
+        detail = "; ".join(dict.fromkeys(notes)) if notes else None
         if not failures:
             return DriverResponse(
                 tool_call_result=results[0] if len(results) == 1 else results,
@@ -520,10 +525,14 @@ def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
 
 def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
     """``call`` with its arguments checked (and coerced) against its tool's schema."""
+    if route.validator.accepts(call.arguments):
+        return call, None
     checked = route.validator.validate(call.arguments)
     if not checked.ok:
         listed = "; ".join(str(p) for p in checked.problems)
         return call, _Failure(call.name, f"{call.name}: {listed}")
+    if not checked.coerced:
+        return call, None  # the arguments as the model gave them (equal to the checked ones)
     notes.extend(f"{call.name}: {c}" for c in checked.coerced)
     return call.with_arguments(checked.arguments), None
 

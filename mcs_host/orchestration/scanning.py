@@ -27,18 +27,31 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def matching(text: str, start: int, single_quotes: bool = True) -> int | None:
+def matching(
+    text: str, start: int, single_quotes: bool = True, stop: int | None = None
+) -> int | None:
     """The index of the bracket closing the one at ``start``, minding strings; or ``None``.
 
-    Without ``single_quotes``, an apostrophe in prose does not open a string.
+    Without ``single_quotes``, an apostrophe in prose does not open a string. The scan ends
+    at ``stop`` (default: the end of ``text``).
     """
-    pairs = {"{": "}", "[": "]"}
-    quotes = "\"'" if single_quotes else '"'
+    end = closing(text, start, single_quotes, stop)
+    return end if 0 <= end < _limit(text, stop) else None
+
+
+def closing(text: str, start: int, single_quotes: bool = True, stop: int | None = None) -> int:
+    """Where the bracket at ``start`` closes; ``-1`` when a wrong bracket closes it first,
+    the end of the scan (``stop``, or the length of ``text``) when it is still open there."""
+    special = _SPECIAL if single_quotes else _SPECIAL_DOUBLE
+    length = _limit(text, stop)
     stack: list[str] = []
     quote: str | None = None
     index = start
-    length = len(text)
-    while index < length:
+    while True:  # from one bracket, quote or backslash to the next, at the engine's speed
+        found = special.search(text, index, length)
+        if found is None:
+            return length
+        index = found.start()
         char = text[index]
         if quote is not None:
             if char == "\\":
@@ -46,17 +59,99 @@ def matching(text: str, start: int, single_quotes: bool = True) -> int | None:
                 continue
             if char == quote:
                 quote = None
-        elif char in quotes:
+        elif char == "\\":
+            pass
+        elif char in "\"'":
             quote = char
-        elif char in pairs:
-            stack.append(pairs[char])
-        elif char in "}]":
+        elif char == "{":
+            stack.append("}")
+        elif char == "[":
+            stack.append("]")
+        else:
             if not stack or stack.pop() != char:
-                return None
+                return -1
             if not stack:
                 return index
         index += 1
-    return None
+
+
+_CLOSES = {"{": "}", "[": "]"}
+_SPECIAL = re.compile(r"""[{}\[\]"'\\]""")
+_SPECIAL_DOUBLE = re.compile(r"""[{}\[\]"\\]""")
+
+
+def _limit(text: str, stop: int | None) -> int:
+    return len(text) if stop is None else min(stop, len(text))
+
+
+class Brackets:
+    """Where each bracket of one text closes, for many questions in linear time.
+
+    :func:`closing` answers one bracket by reading on from it; asking it for every bracket
+    of a long text reads the text again each time. A pass here reads the text once from its
+    first bracket and records, for every bracket it meets outside a string, what
+    :func:`closing` would answer for it (the same reading on from there). A bracket that a
+    pass saw inside a string starts another pass; after :data:`PASSES` of them, such a
+    bracket counts as text inside a string.
+    """
+
+    __slots__ = ("_answers", "_passes", "_single_quotes", "_text")
+
+    PASSES = 8
+
+    def __init__(self, text: str, single_quotes: bool = True) -> None:
+        self._text = text
+        self._single_quotes = single_quotes
+        self._answers: dict[int, int] = {}
+        self._passes = 0
+
+    def closing(self, start: int) -> int | None:
+        """What :func:`closing` answers for the bracket at ``start``; ``None`` when too many
+        passes read it as inside a string."""
+        answer = self._answers.get(start)
+        if answer is None and self._passes < self.PASSES:
+            self._pass(start)
+            answer = self._answers.get(start)
+        return answer
+
+    def _pass(self, start: int) -> None:
+        self._passes += 1
+        text, answers = self._text, self._answers
+        special = _SPECIAL if self._single_quotes else _SPECIAL_DOUBLE
+        length = len(text)
+        stack: list[int] = []
+        quote: str | None = None
+        index = start
+        while True:
+            found = special.search(text, index)
+            if found is None:
+                break
+            index = found.start()
+            char = text[index]
+            if quote is not None:
+                if char == "\\":
+                    index += 2
+                    continue
+                if char == quote:
+                    quote = None
+            elif char == "\\":
+                pass
+            elif char in "\"'":
+                quote = char
+            elif char in "{[":
+                stack.append(index)
+            elif stack:
+                opened = stack.pop()
+                if _CLOSES[text[opened]] == char:
+                    answers[opened] = index
+                else:  # the wrong bracket: every one still open fails here
+                    answers[opened] = -1
+                    for still_open in stack:
+                        answers[still_open] = -1
+                    stack.clear()
+            index += 1
+        for still_open in stack:
+            answers[still_open] = length
 
 
 def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> TextCall | None:
@@ -66,7 +161,7 @@ def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> 
             return None
         item = dict(item)
     action = item.get("action")
-    if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
+    if action is not None and isinstance(action, Mapping) and isinstance(action.get("tool"), str):
         item = action
     name = None
     named_by = ""
@@ -109,7 +204,7 @@ def arguments_of(raw: Any) -> tuple[dict[str, Any] | None, str | None, tuple[str
             raw, notes = heal(raw)
         except Unhealable as exc:
             return None, f"arguments are not readable JSON: {problem_text(exc)}", ()
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict) and not isinstance(raw, Mapping):
         return None, f"arguments must be an object, not {type(raw).__name__}", notes
     return dict(raw), None, notes
 
@@ -139,6 +234,26 @@ def calls_from_fragment(fragment: str, where: str, strict_names: bool) -> list[T
     if rest.startswith("{"):
         calls.extend(calls_from_fragment(rest, where, strict_names))
     return calls
+
+
+def fences(text: str) -> Iterator[tuple[str, str]]:
+    """The ``(language, body)`` of each Markdown code fence, in order; an unclosed one runs
+    to the end. Substring searches from fence to fence: no expression tries every position."""
+    start = text.find("```")
+    while start != -1:
+        head = _FENCE_HEAD.match(text, start)
+        if head is None:  # not an opening fence: look from the next backtick on
+            start = text.find("```", start + 1)
+            continue
+        end = text.find("```", head.end())
+        if end == -1:
+            yield head.group(1), text[head.end() :]
+            return
+        yield head.group(1), text[head.end() : end]
+        start = text.find("```", end + 3)
+
+
+_FENCE_HEAD = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n")
 
 
 def split_top_level(text: str, separator: str) -> list[str]:

@@ -15,6 +15,7 @@ A JSON-like fragment that does not parse is healed when it clearly is a call (se
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -24,26 +25,32 @@ from .calls import TextCall, TextDetection, TextFormat
 from .families import BUILTIN
 from .healing import Unhealable, heal
 from .scanning import (
+    Brackets,
+    fences,
     guess_name,
     looks_like_call,
-    matching,
     problem_text,
     protocol_call,
 )
 
 __all__ = ["TextFormats", "detect_text"]
 
-_THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<(think|thinking)>", re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_THINK_CLOSE = {
+    "think": re.compile(r"</think>", re.IGNORECASE),
+    "thinking": re.compile(r"</thinking>", re.IGNORECASE),
+}
 _LATEX_BEFORE = re.compile(r"(?:\\[A-Za-z]+|[\^_])\s*$")
+_RARE = "<|[@>]"
+"""Characters prose seldom holds, rarest first: a marker is looked for only in a response
+holding the first of them the marker has."""
 
 
 class TextFormats:
     """The text formats in use, in the order they are tried: the built-in ones and
     ``extra`` (a host plugin's). Two formats with one name are a ``ValueError``."""
 
-    __slots__ = ("_chars", "_formats", "_reasoning")
+    __slots__ = ("_always", "_formats", "_marked", "_markers", "_reasoning")
 
     def __init__(self, extra: Iterable[TextFormat] = ()) -> None:
         formats = [*BUILTIN, *extra]
@@ -55,36 +62,74 @@ class TextFormats:
             if not isinstance(f, TextFormat):
                 raise TypeError(f"{f!r} is not a TextFormat")
         self._formats = tuple(sorted(formats, key=lambda f: (f.order, f.name)))
-        self._chars = tuple(sorted({m[0] for f in self._formats for m in f.markers if m}))
+        # each marker once, with the positions (in order) of the formats it calls for
+        markers: dict[str, list[int]] = {}
+        for position, f in enumerate(self._formats):
+            for marker in f.markers:
+                markers.setdefault(marker, []).append(position)
+        # markers grouped by a character rare in prose that each holds: a response without
+        # that character holds none of its markers
+        keyed: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+        for marker, positions in markers.items():
+            if marker:
+                key = next((c for c in _RARE if c in marker), marker[0])
+                keyed.setdefault(key, []).append((marker, tuple(positions)))
+        self._markers = tuple((key, tuple(group)) for key, group in keyed.items())
+        self._always = tuple(p for p, f in enumerate(self._formats) if not any(f.markers))
         pairs = {pair for f in self._formats for pair in f.reasoning}
         self._reasoning = tuple(sorted(pairs))
+        # a tag, a marker's key character, or a reasoning block's: the text needs the formats
+        starts = {"<", *keyed, *(opening for opening, _ in self._reasoning)}
+        self._marked = re.compile("|".join(re.escape(s) for s in sorted(starts)))
 
     @property
     def formats(self) -> tuple[TextFormat, ...]:
         return self._formats
 
+    def unmarked(self, text: str) -> bool:
+        """Whether ``text`` holds no tag, no format's marker and no reasoning block: then
+        only the JSON protocol can read it."""
+        return not self._always and self._marked.search(text) is None
+
     def detect(self, text: str, known: Collection[str] = ()) -> TextDetection:
         """The calls in ``text``; ``known`` tool names make ambiguous forms count as calls."""
         visible = text
         if "<" in text:  # the regular expressions below only for text that may hold a tag
-            visible = _THINK.sub("", text)
-            if _THINK_OPEN.search(visible):
+            visible, open_left = _without_thoughts(text)
+            if open_left:
                 return TextDetection(format="none", unfinished_thought=True)
         for opening, closing in self._reasoning:
             if opening in visible:
                 visible, open_left = _without_blocks(visible, opening, closing)
                 if open_left:
                     return TextDetection(format="none", unfinished_thought=True)
-        # one scan per marker's first character rules out most formats at memchr speed
-        present = {c for c in self._chars if c in visible}
-        for found_format in self._formats:
-            markers = found_format.markers
-            if markers and not any(m[:1] in present and m in visible for m in markers):
-                continue
-            found = found_format.detect(visible, known)
+        # one substring search per marker: most responses hold none, and go to JSON at once
+        due: set[int] = set(self._always)
+        for key, group in self._markers:
+            if key in visible:
+                due.update(p for marker, positions in group if marker in visible for p in positions)
+        for position in sorted(due):
+            found = self._formats[position].detect(visible, known)
             if found is not None:
                 return found
         return _json_protocol(visible, known)
+
+
+def _without_thoughts(text: str) -> tuple[str, bool]:
+    """``text`` without its ``<think>`` blocks (any case), and whether one never closes:
+    each opening is followed by one search for its closing, so the text is read once."""
+    kept: list[str] = []
+    start = 0
+    while True:
+        found = _THINK_OPEN.search(text, start)
+        if found is None:
+            kept.append(text[start:])
+            return "".join(kept), False
+        kept.append(text[start : found.start()])
+        end = _THINK_CLOSE[found.group(1).lower()].search(text, found.end())
+        if end is None:
+            return "".join(kept), True
+        start = end.end()
 
 
 def _without_blocks(text: str, opening: str, closing: str) -> tuple[str, bool]:
@@ -103,7 +148,7 @@ def _without_blocks(text: str, opening: str, closing: str) -> tuple[str, bool]:
         start = end + len(closing)
 
 
-_DEFAULT = TextFormats()
+DEFAULT_FORMATS = TextFormats()
 
 
 def detect_text(
@@ -111,7 +156,7 @@ def detect_text(
 ) -> TextDetection:
     """The calls in ``text`` under ``formats`` (default: the built-in ones); ``known`` tool
     names make ambiguous forms count as calls."""
-    return (formats or _DEFAULT).detect(text, known)
+    return (formats or DEFAULT_FORMATS).detect(text, known)
 
 
 # -- the JSON protocol -----------------------------------------------------------------------
@@ -124,7 +169,7 @@ def _json_protocol(text: str, known: Collection[str]) -> TextDetection:
         if whole is not None:
             return whole
     fenced: list[TextDetection] = []
-    for lang, body in _FENCE.findall(text) if "```" in text else ():
+    for lang, body in fences(text):
         if lang.lower() in ("", "json", "tool_call", "tool_code", "javascript"):
             found = _calls_or_final(body.strip(), known)
             if found is not None:
@@ -149,7 +194,7 @@ def _calls_or_final(fragment: str, known: Collection[str]) -> TextDetection | No
 
 def _from_value(value: Any, notes: tuple[str, ...], known: Collection[str]) -> TextDetection | None:
     items = value if isinstance(value, list) else [value]
-    if isinstance(value, Mapping) and "final" in value and "action" not in value:
+    if isinstance(value, dict | Mapping) and "final" in value and "action" not in value:
         return TextDetection(format="json", final=value["final"], has_final=True)
     calls = [c for c in (protocol_call(item, known, notes) for item in items) if c is not None]
     return TextDetection(tuple(calls), "json", notes=notes) if calls else None
@@ -162,18 +207,19 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
     calls, so the scan goes from key to key (a regular expression over the whole text) and
     parses just the object around each: linear in the length of prose full of braces.
     """
-    if not _may_hold_call(text, known):
-        return TextDetection(format="json")
+    if not any(word in text for word in _KEY_WORDS) or not _may_hold_call(text, known):
+        return _NO_CALL
     calls: list[TextCall] = []
     notes: list[str] = []
     final: Any = None
     has_final = False
     done = 0
+    objects = _Objects(text)
     for key in _KEY.finditer(text):
         start = key.start()
         if start < done or (start and (text[start - 1].isalnum() or text[start - 1] == "_")):
             continue  # inside an object already read, or the end of a longer word
-        opening, end = _enclosing_open(text, start, done)
+        opening, end = objects.around(start, done)
         if opening is None:
             continue
         found, after = _at(text, opening, known, end)
@@ -211,23 +257,47 @@ _NAME_VALUES = tuple(
     for key in ("tool", "name", "function")
 )
 
+_KEY_WORDS = ("tool", "name", "function", "action", "final")
+"""What every name key holds: a text without them holds no call of the JSON protocol."""
+_NO_CALL = TextDetection(format="json")
+
 _KEY = re.compile(r"""(?:tool|name|tool_name|function|action|final)["']?\s*:""")
 """A name key; starting with the words themselves lets the regex engine scan fast."""
 
 
-def _enclosing_open(text: str, position: int, floor: int) -> tuple[int | None, int | None]:
-    """The ``{`` of the innermost object around ``position`` (not before ``floor``), and the
-    index of its ``}`` (``None`` when it never closes)."""
-    index = text.rfind("{", floor, position)
-    for _ in range(16):
-        if index == -1:
-            return None, None
-        quotes = text[index + 1 : index + 3].lstrip()[:1] == "'"
-        end = matching(text, index, single_quotes=quotes)
-        if end is None or end > position:
-            return index, end
-        index = text.rfind("{", floor, index)
-    return None, None
+class _Objects:
+    """The ``{`` of the innermost object around a position, over one text: the openings are
+    found once and each bracket's closing is answered by :class:`.scanning.Brackets`, so a
+    text full of keys and open braces is still read in linear time."""
+
+    __slots__ = ("_brackets", "_openings", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._openings = [m.start() for m in _OPENING.finditer(text)]
+        self._brackets = {quotes: Brackets(text, quotes) for quotes in (False, True)}
+
+    def around(self, position: int, floor: int) -> tuple[int | None, int | None]:
+        """The ``{`` of the innermost object around ``position`` (not before ``floor``), and
+        the index of its ``}`` (``None`` when it never closes)."""
+        text = self._text
+        at = bisect.bisect_left(self._openings, position) - 1
+        for _ in range(16):
+            if at < 0 or self._openings[at] < floor:
+                return None, None
+            index = self._openings[at]
+            quotes = text[index + 1 : index + 3].lstrip()[:1] == "'"
+            end = self._brackets[quotes].closing(index)
+            if end is not None:
+                if end < 0 or end >= len(text):
+                    return index, None
+                if end > position:
+                    return index, end
+            at -= 1
+        return None, None
+
+
+_OPENING = re.compile(r"\{")
 
 
 def _at(

@@ -91,8 +91,15 @@ class ArgumentValidator:
         self.schema = schema
         self._node = _compile(schema, schema, {})
 
+    def accepts(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether ``arguments`` pass as they are (``False`` may also mean: ask
+        :meth:`validate`); the fast test for the common case, compiled with the schema."""
+        return self._node.quick(arguments)
+
     def validate(self, arguments: Mapping[str, Any]) -> Validation:
         """Check ``arguments``; coerce what the schema allows."""
+        if self._node.quick(arguments):  # valid as they are: nothing to report or coerce
+            return Validation(dict(arguments), (), ())
         context = _Context()
         value = self._node.check(dict(arguments), "", context)
         return Validation(value, tuple(context.problems), tuple(context.coerced))
@@ -161,6 +168,7 @@ def _compile(schema: Any, root: Mapping[str, Any], memo: dict[int, _Node]) -> _N
     node = _Node()
     memo[id(schema)] = node
     node.fill(_resolve(schema, root), root, memo)
+    node.quick = _quick(node)
     return node
 
 
@@ -183,6 +191,7 @@ class _Node:
         "multiple_of",
         "pattern",
         "properties",
+        "quick",
         "required",
         "typed",
         "types",
@@ -210,6 +219,9 @@ class _Node:
         self.pattern: str | None = None
         self.bounds: tuple[tuple[str, float, str], ...] = ()
         self.multiple_of: float | None = None
+        self.quick: Callable[[Any], bool] = _always
+        """Whether a value passes as it is: no problem, nothing to coerce. ``False`` may
+        also mean "not sure": :meth:`check` then decides."""
 
     def fill(
         self, schema: Mapping[str, Any], root: Mapping[str, Any], memo: dict[int, _Node]
@@ -363,6 +375,136 @@ class _Node:
 
 
 _ANYTHING = _Node()
+
+
+def _quick(node: _Node) -> Callable[[Any], bool]:
+    """The fast acceptance test of ``node``: only the keywords it has, no paths, no copies.
+
+    Children are reached through their own ``quick`` when called, so recursive schemas
+    compile. ``oneOf``, and an ``anyOf`` whose first form does not fit, go to :meth:`check`.
+    """
+    checks: list[Callable[[Any], bool]] = []
+    if node.any_of:
+        if any(key == "oneOf" for key, _ in node.any_of):
+            return _never
+        firsts = [branches[0] for _, branches in node.any_of if branches]
+        checks.append(lambda value: all(first.quick(value) for first in firsts))
+    if node.all_of:
+        parts = node.all_of
+        checks.append(lambda value: all(part.quick(value) for part in parts))
+    if node.types is not None:
+        checks.append(node.typed)  # a string where another type is due: coerce in check
+    if node.enum is not _MISSING:
+        keys = node.enum_keys
+        checks.append(lambda value: _json_key(value) in keys)
+    if node.const is not _MISSING:
+        const = _json_key(node.const)
+        checks.append(lambda value: _json_key(value) == const)
+    kinds = set(node.types) if node.types is not None else None  # None: any type
+
+    def may_be(*names: str) -> bool:
+        return kinds is None or not kinds.isdisjoint(names)
+
+    if may_be("object") and (node.properties or node.required or node.extra is not True):
+        checks.append(_quick_object(node))
+    lengths = (node.min_items, node.max_items, node.min_length, node.max_length)
+    if may_be("array") and (node.items is not None or node.unique or lengths[:2] != _UNSET):
+        checks.append(_quick_array(node))
+    if may_be("string") and (node.pattern is not None or lengths[2:] != _UNSET):
+        checks.append(_quick_string(node))
+    # a float may be infinite (JSON readers take Infinity); a value of type integer is no float
+    # unless integral, and an integral float is finite
+    if may_be("number") or (may_be("integer") and (node.bounds or node.multiple_of)):
+        checks.append(_quick_number(node))
+    if not checks:
+        return _always
+    if len(checks) == 1:
+        return checks[0]
+
+    def every(value: Any) -> bool:
+        for check in checks:  # noqa: SIM110 - a loop calls no generator: this runs per call
+            if not check(value):
+                return False
+        return True
+
+    return every
+
+
+_UNSET = (_MISSING, _MISSING)
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _quick_object(node: _Node) -> Callable[[Any], bool]:
+    properties, required, extra = node.properties, node.required, node.extra
+
+    def test(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True
+        for name in required:
+            if name not in value:
+                return False
+        for name, item in value.items():
+            child = properties.get(name)
+            if child is not None:
+                if not child.quick(item):
+                    return False
+            elif extra is False or (extra is not True and not extra.quick(item)):
+                return False
+        return True
+
+    return test
+
+
+def _quick_array(node: _Node) -> Callable[[Any], bool]:
+    def test(value: Any) -> bool:
+        if not isinstance(value, list):
+            return True
+        if node.min_items is not _MISSING and len(value) < node.min_items:
+            return False
+        if node.max_items is not _MISSING and len(value) > node.max_items:
+            return False
+        if node.unique and len({_json_key(v) for v in value}) != len(value):
+            return False
+        items = node.items
+        return items is None or all(items.quick(item) for item in value)
+
+    return test
+
+
+def _quick_string(node: _Node) -> Callable[[Any], bool]:
+    pattern = re.compile(node.pattern) if node.pattern is not None else None
+
+    def test(value: Any) -> bool:
+        if not isinstance(value, str):
+            return True
+        if node.min_length is not _MISSING and len(value) < node.min_length:
+            return False
+        if node.max_length is not _MISSING and len(value) > node.max_length:
+            return False
+        return pattern is None or pattern.search(value) is not None
+
+    return test
+
+
+def _quick_number(node: _Node) -> Callable[[Any], bool]:
+    bounds = tuple((_BROKEN[keyword], bound) for keyword, bound, _ in node.bounds)
+    step = node.multiple_of
+
+    def test(value: Any) -> bool:
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return False
+        elif not isinstance(value, int) or isinstance(value, bool):
+            return True
+        for broken, bound in bounds:
+            if broken(value, bound):
+                return False
+        return step is None or _multiple(value, step)
+
+    return test
 
 
 def _one_of(value: Any, branches: tuple[_Node, ...], path: str, key: str, context: _Context) -> Any:

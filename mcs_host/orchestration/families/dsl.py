@@ -16,13 +16,16 @@ _DSL = re.compile(r"^[ \t]*@tool[ \t]+([^\s{]+)[ \t]*(.*)$", re.MULTILINE)
 def tool_lines(text: str, known: Collection[str]) -> TextDetection | None:
     """Every line that starts with ``@tool``; ``None`` when none does."""
     calls = []
-    for match in _DSL.finditer(text):
-        rest = match.group(2).strip()
-        if not rest:
+    lines = list(_DSL.finditer(text))
+    if not lines:
+        return None
+    ends = [following.start() for following in lines[1:]] + [len(text)]
+    for match, end in zip(lines, ends, strict=True):
+        if not match.group(2).strip():
             calls.append(TextCall(match.group(1), {}))
             continue
-        # the JSON may run over the following lines
-        rest = text[match.start(2) :].strip()
+        # the JSON may run over the following lines, up to the next call
+        rest = text[match.start(2) : end].strip()
         calls.append(call_with_arguments(match.group(1), first_value(rest)))
     return TextDetection(tuple(calls), "dsl") if calls else None
 
