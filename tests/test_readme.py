@@ -65,12 +65,14 @@ def test_the_orchestrator_examples_run(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)
-    consent_example, runner_example = blocks("The orchestrator", "python")
+    consent_example, async_example, runner_example = blocks("The orchestrator", "python")
     exec(compile(consent_example, "README.md", "exec"), {})  # noqa: S102
+    exec(compile(async_example, "README.md", "exec"), {})  # noqa: S102
     exec(compile(runner_example, "README.md", "exec"), {})  # noqa: S102
     assert capsys.readouterr().out.splitlines() == [
         "the model wants read_csv_head {'file': 'sales.csv', 'rows': 2}",
         "['date', 'region', 'product', 'units', 'unit_price']",
+        "12:00",
         "final It is sunny.",
     ]
 

@@ -11,6 +11,8 @@ calls without running them and :meth:`execute` runs them, so a client (or the ``
 callback) can approve, edit or deny each one in between; :meth:`process_llm_response` does
 both. An exception in a tool becomes a failed call, never an exception for the client; so
 does ``sys.exit()`` and a closed or replaced standard stream (which is put back).
+:meth:`aprocess_llm_response` and :meth:`aexecute` are the same steps on an event loop: async
+tools are awaited, sync ones run in a worker thread.
 
 One module: the orchestrator is one class whose mounting, routing, call execution and stacking
 share its tables of tools and drivers.
@@ -19,13 +21,14 @@ share its tables of tools and drivers.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import re
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -57,9 +60,10 @@ __all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
-Consent = Callable[[ToolCall], "bool | str | ToolCall"]
+Consent = Callable[[ToolCall], "bool | str | ToolCall | Awaitable[bool | str | ToolCall]"]
 """Approve a call (``True``), deny it (``False``, or a string saying why), or approve an
-edited one (a :class:`ToolCall`, e.g. ``call.with_arguments(...)``)."""
+edited one (a :class:`ToolCall`, e.g. ``call.with_arguments(...)``); or a coroutine function
+giving one of those."""
 Audit = Callable[[ToolCall, Any, BaseException | None], None]
 
 
@@ -346,17 +350,11 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
     ) -> DriverResponse:
         detection = self.detect(llm_response)
-        if streaming and detection.found and not is_complete(detection):
-            return DriverResponse()  # a chunk of a call still being written: wait for the rest
-        if detection.calls:
-            routes = self._table.routes
-            routed = False
-            for call in detection.calls:
-                if call.name in routes or call.problem:
-                    routed = True
-                    break
-            if routed or self.on_unknown == "fail":
-                return self.execute(detection)
+        step = self._next_step(detection, streaming)
+        if step == "execute":
+            return self.execute(detection)
+        if step == "wait":
+            return DriverResponse()
         for label, driver in self._table.chained:
             try:
                 response = DriverResponse.coerce(
@@ -365,13 +363,57 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # a chained driver's exit must not reach the client
-                return DriverResponse(
-                    call_failed=True,
-                    call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}",
-                )
+                return _chained_failed(label, exc)
             if not response.is_empty:
                 return response
         return DriverResponse()
+
+    async def aprocess_llm_response(
+        self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
+    ) -> DriverResponse:
+        """:meth:`process_llm_response` for an event loop: the same detection, consent and
+        messages; async tools are awaited, sync ones run in a worker thread, so the loop
+        goes on while a tool works. A consent callback may be async too."""
+        import asyncio  # noqa: PLC0415 - asyncio costs 20 ms to import: only for async users
+
+        detection = self.detect(llm_response)
+        step = self._next_step(detection, streaming)
+        if step == "execute":
+            return await self.aexecute(detection)
+        if step == "wait":
+            return DriverResponse()
+        for label, driver in self._table.chained:
+            try:
+                own = getattr(driver, "aprocess_llm_response", None)
+                if own is not None and inspect.iscoroutinefunction(own):
+                    answer = await own(llm_response, streaming)
+                else:
+                    answer = await asyncio.to_thread(
+                        driver.process_llm_response, llm_response, streaming
+                    )
+                response = DriverResponse.coerce(answer)
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                raise
+            except BaseException as exc:
+                return _chained_failed(label, exc)
+            if not response.is_empty:
+                return response
+        return DriverResponse()
+
+    def _next_step(self, detection: Detection, streaming: bool) -> str:
+        """``execute`` the calls, ``wait`` for the rest of a call being streamed, or
+        ``chain``: pass the response to the chained drivers."""
+        if not detection.calls:
+            return "chain"
+        if streaming and not is_complete(detection):
+            return "wait"  # a chunk of a call still being written
+        if self.on_unknown == "fail":
+            return "execute"
+        routes = self._table.routes
+        for call in detection.calls:
+            if call.name in routes or call.problem:
+                return "execute"
+        return "chain"
 
     # -- the consent seam ----------------------------------------------------------------------
 
@@ -389,13 +431,72 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             return DriverResponse()
         table = self._table
         decide = consent or self.consent
+        notes: list[str] = []
+        outcomes: list[_Outcome] = []
+        for detected in detection.calls:
+            admitted = self._admit(table, detected, notes)
+            if isinstance(admitted, _Failure):
+                outcomes.append((None, "", admitted, detected))
+                continue
+            route, call = admitted
+            if decide is not None:
+                judged = self._judge(table, route, call, _ask(decide, call), notes)
+                if isinstance(judged, _Failure):
+                    outcomes.append((None, "", judged, call))
+                    continue
+                route, call = judged
+            outcomes.append(self._run(route, call))
+        return self._answer(detection, outcomes, notes)
+
+    async def aexecute(
+        self, detection: Detection, consent: Consent | None = None
+    ) -> DriverResponse:
+        """:meth:`execute` for an event loop: calls in order, each awaited (a sync tool in
+        a worker thread); ``consent`` may be a coroutine function."""
+        if not detection.calls:
+            return DriverResponse()
+        table = self._table
+        decide = consent or self.consent
+        notes: list[str] = []
+        outcomes: list[_Outcome] = []
+        for detected in detection.calls:
+            admitted = self._admit(table, detected, notes)
+            if isinstance(admitted, _Failure):
+                outcomes.append((None, "", admitted, detected))
+                continue
+            route, call = admitted
+            if decide is not None:
+                judged = self._judge(table, route, call, await _aask(decide, call), notes)
+                if isinstance(judged, _Failure):
+                    outcomes.append((None, "", judged, call))
+                    continue
+                route, call = judged
+            outcomes.append(await self._arun(route, call))
+        return self._answer(detection, outcomes, notes)
+
+    async def aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        """:meth:`execute_tool` for an event loop (an async tool awaited, a sync one in a
+        worker thread): what an orchestrator stacked in another one is called with."""
+        import asyncio  # noqa: PLC0415 - only for async users
+
+        route = self._table.routes.get(tool_name)
+        if route is None:
+            raise UnknownToolError(tool_name, self._table.routes)
+        own = _async_execute(route.driver)
+        if own is not None:
+            return await own(route.tool.name, arguments)
+        result = await asyncio.to_thread(route.driver.execute_tool, route.tool.name, arguments)
+        return await result if inspect.isawaitable(result) else result
+
+    def _answer(
+        self, detection: Detection, outcomes: Sequence[_Outcome], notes: list[str]
+    ) -> DriverResponse:
+        """The response to the calls of ``detection``: results, or failures and a retry."""
         answers: list[tuple[ToolCall, str, bool]] = []
         results: list[Any] = []
         failures: list[_Failure] = []
-        notes: list[str] = []
         executed = 0
-        for detected in detection.calls:
-            outcome, text, failure, call = self._one(table, detected, decide, notes)
+        for outcome, text, failure, call in outcomes:
             if failure is None:
                 executed += 1
                 results.append(outcome)
@@ -425,54 +526,94 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             messages=messages,
         )
 
-    def _one(
-        self, table: _Table, call: ToolCall, decide: Consent | None, notes: list[str]
-    ) -> tuple[Any, str, _Failure | None, ToolCall]:
-        """Run one call: ``(result, its text, failure or None, the call as run)``."""
+    @staticmethod
+    def _admit(
+        table: _Table, call: ToolCall, notes: list[str]
+    ) -> tuple[_Route, ToolCall] | _Failure:
+        """The route and checked call, or why the call cannot run (before consent)."""
         if call.problem is not None:
-            return None, "", _Failure(call.name, f"{call.name}: {call.problem}"), call
+            return _Failure(call.name, f"{call.name}: {call.problem}")
         route = table.routes.get(call.name)
         if route is None:
-            return None, "", _Failure(call.name, f"unknown tool {call.name!r}"), call
+            return _Failure(call.name, f"unknown tool {call.name!r}")
         if call.healed:
             notes.append(f"{call.name}: healed ({', '.join(call.healed)})")
         call, failure = _checked(route, call, notes)
-        if failure is not None:
-            return None, "", failure, call
-        if decide is not None:
-            verdict = _ask(decide, call)
-            if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
-                edited = table.routes.get(verdict.name)
-                if edited is None:
-                    unknown = _Failure(verdict.name, f"unknown tool {verdict.name!r}")
-                    return None, "", unknown, verdict
-                route = edited
-                call, failure = _checked(route, verdict, notes)
-                if failure is not None:
-                    return None, "", failure, call
-            elif verdict is not True:
-                reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
-                message = f"the call of {call.name!r} was not approved{reason}"
-                return None, "", _Failure(call.name, message, denied=reason or " "), call
-        outcome, text, error = self._run(route, call)
-        return outcome, text, (_Failure(call.name, error) if error else None), call
+        return (route, call) if failure is None else failure
 
-    def _run(self, route: _Route, call: ToolCall) -> tuple[Any, str, str | None]:
-        """``(result, its text for the model, None)``, or ``(None, "", why it failed)``."""
+    @staticmethod
+    def _judge(
+        table: _Table, route: _Route, call: ToolCall, verdict: Any, notes: list[str]
+    ) -> tuple[_Route, ToolCall] | _Failure:
+        """What consent's ``verdict`` on ``call`` leaves to run: the call, an edited call
+        (checked like the model's), or a denial."""
+        if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
+            edited = table.routes.get(verdict.name)
+            if edited is None:
+                return _Failure(verdict.name, f"unknown tool {verdict.name!r}")
+            checked, failure = _checked(edited, verdict, notes)
+            return (edited, checked) if failure is None else failure
+        if verdict is not True:
+            reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
+            message = f"the call of {call.name!r} was not approved{reason}"
+            return _Failure(call.name, message, denied=reason or " ")
+        return route, call
+
+    def _run(self, route: _Route, call: ToolCall) -> _Outcome:
+        """Run one admitted call: ``(result, its text, None, call)`` or a failure."""
         error: BaseException | None = None
         outcome: Any = None
         text = ""
         streams = sys.stdout, sys.stderr
         try:
             outcome = call_bounded(
-                route.driver.execute_tool, self.call_timeout, call.name, route.tool.name,
-                dict(call.arguments),
+                _resolved, self.call_timeout, call.name, route.driver.execute_tool,
+                route.tool.name, dict(call.arguments),
             )  # fmt: skip
             text = _as_text(outcome)  # a result JSON cannot carry fails the call too
         except KeyboardInterrupt:
             raise  # in this thread it may be the user's Ctrl-C: it is theirs to handle
         except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
             error = exc
+        return self._ran(call, outcome, text, error, streams)
+
+    async def _arun(self, route: _Route, call: ToolCall) -> _Outcome:
+        """:meth:`_run` on an event loop."""
+        import asyncio  # noqa: PLC0415 - only for async users
+
+        error: BaseException | None = None
+        outcome: Any = None
+        text = ""
+        streams = sys.stdout, sys.stderr
+        arguments = dict(call.arguments)
+        deadline: asyncio.Timeout | None = None
+        try:
+            own = _async_execute(route.driver)
+            if own is not None:
+                work = own(route.tool.name, arguments)
+            else:
+                work = _awaited(
+                    asyncio.to_thread(route.driver.execute_tool, route.tool.name, arguments)
+                )
+            async with asyncio.timeout(self.call_timeout) as deadline:
+                outcome = await work
+            text = _as_text(outcome)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise  # the client's task was cancelled: that is the client's, not the tool's
+        except BaseException as exc:
+            # the deadline passing, or what the tool raised (its own TimeoutError too)
+            error = Hung(call.name) if deadline is not None and deadline.expired() else exc
+        return self._ran(call, outcome, text, error, streams)
+
+    def _ran(
+        self,
+        call: ToolCall,
+        outcome: Any,
+        text: str,
+        error: BaseException | None,
+        streams: tuple[Any, Any],
+    ) -> _Outcome:
+        """A call's outcome once it ran: streams put back, the audit told, errors worded."""
         out, err = streams
         broken = (
             _restore_streams(streams)
@@ -487,13 +628,16 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         if self.audit is not None:
             self.audit(call, outcome, error)
         if error is None:
-            return outcome, text, None
+            return outcome, text, None, call
+        return None, "", _Failure(call.name, self._failed(call, error)), call
+
+    def _failed(self, call: ToolCall, error: BaseException) -> str:
         if isinstance(error, Hung):
-            return None, "", f"{call.name} did not finish within {self.call_timeout:g} s"
+            return f"{call.name} did not finish within {self.call_timeout:g} s"
         if isinstance(error, SystemExit):
-            return None, "", f"{call.name} failed: it called sys.exit({error.code!r})"
+            return f"{call.name} failed: it called sys.exit({error.code!r})"
         kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
-        return None, "", f"{call.name} failed: {kind}{error}"
+        return f"{call.name} failed: {kind}{error}"
 
     def _retry_prompt(self, failures: Sequence[_Failure]) -> str:
         if all(f.denied for f in failures):
@@ -516,11 +660,70 @@ class _Failure:
     """For a denied call: ``": <reason>"``, or a space when no reason was given."""
 
 
+_Outcome = tuple[Any, str, "_Failure | None", ToolCall]
+"""One call's ``(result, its text for the model, failure or None, the call as run)``."""
+
+
 def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
     try:
-        return decide(call)
+        verdict: bool | str | ToolCall = _resolved(decide, call)
+        return verdict
     except Exception as exc:  # a consent check that breaks denies: fail closed
         return f"the consent check failed ({type(exc).__name__}: {exc})"
+
+
+async def _aask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
+    try:
+        verdict: Any = decide(call)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        answer: bool | str | ToolCall = verdict
+        return answer
+    except Exception as exc:  # a consent check that breaks denies: fail closed
+        return f"the consent check failed ({type(exc).__name__}: {exc})"
+
+
+def _resolved(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)``; an awaitable it returns (an async tool or consent called from sync
+    code) is run to its end on an event loop of its own."""
+    result = func(*args)
+    if not inspect.isawaitable(result):
+        return result
+    import asyncio  # noqa: PLC0415 - only for async tools
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(result))
+    if inspect.iscoroutine(result):
+        result.close()
+    raise ToolError(
+        f"{getattr(func, '__qualname__', func)!s} is async and an event loop is running in "
+        "this thread: call aprocess_llm_response (or aexecute) instead"
+    )
+
+
+async def _awaited(work: Any) -> Any:
+    """What ``work`` gives, awaited; and what that gives, if it is awaitable too (a sync
+    function run in a thread that returned a coroutine)."""
+    result = await work
+    return await result if inspect.isawaitable(result) else result
+
+
+def _async_execute(driver: Any) -> Callable[..., Any] | None:
+    """The driver's coroutine function for a call: ``aexecute_tool``, or an async
+    ``execute_tool``; ``None`` for a sync driver."""
+    for name in ("aexecute_tool", "execute_tool"):
+        method = getattr(driver, name, None)
+        if method is not None and inspect.iscoroutinefunction(method):
+            return method  # type: ignore[no-any-return]
+    return None
+
+
+def _chained_failed(label: str, exc: BaseException) -> DriverResponse:
+    return DriverResponse(
+        call_failed=True, call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}"
+    )
 
 
 def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
