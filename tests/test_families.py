@@ -498,6 +498,28 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "none": ("Jamba writes <tool_calls> blocks.", []),
     },
+    "xlam": {  # and Llama 3.x JSON: the JSON protocol, no tags
+        "single": ('[{"name": "get_weather", "arguments": {"city": "Oslo"}}]', [WEATHER]),
+        "parallel": (
+            '[{"name": "get_quote", "arguments": {"ticker": "NVDA"}}, '
+            '{"name": "get_quote", "arguments": {"ticker": "AMD"}}]',
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            '<think>I could call [{"name": "get_time", "arguments": {}}]</think>\n'
+            '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+            [WEATHER],
+        ),
+        "content": (
+            'Sure.\n```json\n[{"name": "get_weather", "arguments": {"city": "Oslo"}}]\n```\nDone.',
+            [WEATHER],
+        ),
+        "malformed": (
+            '[{"name": "get_weather", "arguments": {"city": "Oslo"}',
+            [("get_weather", "problem: the call was cut off")],
+        ),
+        "none": ("xLAM answers with a JSON list such as [{name: ...}].", []),
+    },
     "lfm2": {
         "single": ('<|tool_call_start|>[get_weather(city="Oslo")]<|tool_call_end|>', [WEATHER]),
         "parallel": (

@@ -222,7 +222,7 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
         opening, end = objects.around(start, done)
         if opening is None:
             continue
-        found, after = _at(text, opening, known, end)
+        found, after = _at(text, opening, known, end, objects)
         if found is None:
             continue
         calls.extend(found.calls)
@@ -270,12 +270,22 @@ class _Objects:
     found once and each bracket's closing is answered by :class:`.scanning.Brackets`, so a
     text full of keys and open braces is still read in linear time."""
 
-    __slots__ = ("_brackets", "_openings", "_text")
+    __slots__ = ("_arrays", "_brackets", "_openings", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._openings = [m.start() for m in _OPENING.finditer(text)]
         self._brackets = {quotes: Brackets(text, quotes) for quotes in (False, True)}
+        self._arrays: list[int] | None = None
+
+    def in_open_array(self, index: int) -> bool:
+        """Whether the nearest ``[`` before ``index`` is still open at the end of the text."""
+        if self._arrays is None:
+            self._arrays = [m.start() for m in _ARRAY.finditer(self._text)]
+        at = bisect.bisect_left(self._arrays, index) - 1
+        if at < 0:
+            return False
+        return self._brackets[False].closing(self._arrays[at]) == len(self._text)
 
     def around(self, position: int, floor: int) -> tuple[int | None, int | None]:
         """The ``{`` of the innermost object around ``position`` (not before ``floor``), and
@@ -298,13 +308,15 @@ class _Objects:
 
 
 _OPENING = re.compile(r"\{")
+_ARRAY = re.compile(r"\[")
 
 
 def _at(
-    text: str, index: int, known: Collection[str], end: int | None
+    text: str, index: int, known: Collection[str], end: int | None, objects: _Objects
 ) -> tuple[TextDetection | None, int]:
     """The calls in the object starting at ``index`` and closing at ``end``, and where the
-    span ends."""
+    span ends. An object open to the end of the text inside an array also open to the end
+    was cut off: more than its own brace is missing."""
     if not _could_open(text, index) or _LATEX_BEFORE.search(text, max(0, index - 40), index):
         return None, index
     if end is None:
@@ -322,6 +334,8 @@ def _at(
         return None, index
     try:
         value, healed = heal(fragment)
+        if end is None and objects.in_open_array(index):
+            raise Unhealable("the list of calls never closes", truncated=True)
     except Unhealable as exc:
         if looks_like_call(fragment):
             broken = TextCall(guess_name(fragment), None, problem_text(exc))
