@@ -22,7 +22,7 @@ from mcs_host.interfaces import MCSDriver
 from .detection import detect
 from .native import as_mapping
 
-__all__ = ["AsyncChat", "RunResult", "Runner"]
+__all__ = ["RunResult", "Runner"]
 
 Chat = Callable[[list[dict[str, Any]]], "str | Mapping[str, Any] | Any"]
 """Takes the history; returns the model's answer: text, or its provider's message object."""

@@ -42,15 +42,30 @@ def matching(
 def closing(text: str, start: int, single_quotes: bool = True, stop: int | None = None) -> int:
     """Where the bracket at ``start`` closes; ``-1`` when a wrong bracket closes it first,
     the end of the scan (``stop``, or the length of ``text``) when it is still open there."""
-    special = _SPECIAL if single_quotes else _SPECIAL_DOUBLE
     length = _limit(text, stop)
     stack: list[str] = []
+    for index in _brackets(text, start, length, single_quotes):
+        char = text[index]
+        if char in "{[":
+            stack.append(_CLOSES[char])
+        elif not stack or stack.pop() != char:
+            return -1
+        elif not stack:
+            return index
+    return length
+
+
+def _brackets(text: str, start: int, length: int, single_quotes: bool) -> Iterator[int]:
+    """The index of each bracket outside strings from ``start`` on: the reading that
+    :func:`closing` and :class:`Brackets` share. It goes from one bracket, quote or backslash
+    to the next at the regular expression engine's speed."""
+    special = _SPECIAL if single_quotes else _SPECIAL_DOUBLE
     quote: str | None = None
     index = start
-    while True:  # from one bracket, quote or backslash to the next, at the engine's speed
+    while True:
         found = special.search(text, index, length)
         if found is None:
-            return length
+            return
         index = found.start()
         char = text[index]
         if quote is not None:
@@ -59,19 +74,10 @@ def closing(text: str, start: int, single_quotes: bool = True, stop: int | None 
                 continue
             if char == quote:
                 quote = None
-        elif char == "\\":
-            pass
         elif char in "\"'":
             quote = char
-        elif char == "{":
-            stack.append("}")
-        elif char == "[":
-            stack.append("]")
-        else:
-            if not stack or stack.pop() != char:
-                return -1
-            if not stack:
-                return index
+        elif char != "\\":
+            yield index
         index += 1
 
 
@@ -117,41 +123,21 @@ class Brackets:
     def _pass(self, start: int) -> None:
         self._passes += 1
         text, answers = self._text, self._answers
-        special = _SPECIAL if self._single_quotes else _SPECIAL_DOUBLE
-        length = len(text)
         stack: list[int] = []
-        quote: str | None = None
-        index = start
-        while True:
-            found = special.search(text, index)
-            if found is None:
-                break
-            index = found.start()
-            char = text[index]
-            if quote is not None:
-                if char == "\\":
-                    index += 2
-                    continue
-                if char == quote:
-                    quote = None
-            elif char == "\\":
-                pass
-            elif char in "\"'":
-                quote = char
-            elif char in "{[":
+        for index in _brackets(text, start, len(text), self._single_quotes):
+            if text[index] in "{[":
                 stack.append(index)
             elif stack:
                 opened = stack.pop()
-                if _CLOSES[text[opened]] == char:
+                if _CLOSES[text[opened]] == text[index]:
                     answers[opened] = index
                 else:  # the wrong bracket: every one still open fails here
                     answers[opened] = -1
                     for still_open in stack:
                         answers[still_open] = -1
                     stack.clear()
-            index += 1
         for still_open in stack:
-            answers[still_open] = length
+            answers[still_open] = len(text)
 
 
 def protocol_call(item: Any, known: Collection[str], notes: tuple[str, ...]) -> TextCall | None:
