@@ -865,3 +865,68 @@ def test_prose_that_mentions_a_format_is_neither_a_call_nor_a_failed_call(text: 
 )
 def test_a_json_object_with_a_name_and_no_arguments_key_is_not_a_call(text: str) -> None:
     assert found(text) == []
+
+
+class Lookup(MCSToolDriver):
+    """``lookup(zip: string, n: integer, tags: string | array)``: returns its arguments."""
+
+    meta = DriverMeta(id="lookup-0001", name="Lookup", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name="lookup",
+                description="Look a postcode up.",
+                parameters=[
+                    ToolParameter(name="zip", description="A postcode.", schema={"type": "string"}),
+                    ToolParameter(name="n", description="How many.", schema={"type": "integer"}),
+                    ToolParameter(
+                        name="tags", description="Tags.", schema={"type": ["string", "array"]}
+                    ),
+                ],
+            )
+        ]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return arguments
+
+
+_DSML_BAR = "\uff5cDSML\uff5c"
+WRITTEN = {
+    "qwen3-coder": "<tool_call>\n<function=lookup>\n<parameter=zip>\n{zip}\n</parameter>\n"
+    "<parameter=n>\n3\n</parameter>\n<parameter=tags>\n[1]\n</parameter>\n</function>\n</tool_call>",
+    "glm": "<tool_call>lookup<arg_key>zip</arg_key><arg_value>{zip}</arg_value>"
+    "<arg_key>n</arg_key><arg_value>3</arg_value><arg_key>tags</arg_key><arg_value>[1]</arg_value>"
+    "</tool_call>",
+    "minimax-m2": '<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="zip">{zip}</parameter>\n'
+    '<parameter name="n">3</parameter>\n<parameter name="tags">[1]</parameter>\n</invoke>\n'
+    "</minimax:tool_call>",
+    "deepseek-dsml": f'<{_DSML_BAR}function_calls>\n<{_DSML_BAR}invoke name="lookup">\n'
+    f'<{_DSML_BAR}parameter name="zip">{{zip}}</{_DSML_BAR}parameter>\n'
+    f'<{_DSML_BAR}parameter name="n" string="false">3</{_DSML_BAR}parameter>\n'
+    f'<{_DSML_BAR}parameter name="tags">[1]</{_DSML_BAR}parameter>\n'
+    f"</{_DSML_BAR}invoke>\n</{_DSML_BAR}function_calls>",
+}
+
+
+@pytest.mark.parametrize("family", list(WRITTEN))
+@pytest.mark.parametrize("zip_code", ["02134", "2134", "1.50", "true", "null"])
+def test_a_parameter_written_as_text_is_typed_by_the_tools_schema(
+    family: str, zip_code: str
+) -> None:
+    # the text families write every value as text: a string parameter gets the text as
+    # written, an integer one the number, and [1] stays a list where the schema takes one
+    text = WRITTEN[family].replace("{zip}", zip_code)
+    response = Orchestrator({"lookup": Lookup()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == {"zip": zip_code, "n": 3, "tags": [1]}
+
+
+def test_a_native_json_number_for_a_string_parameter_is_still_refused() -> None:
+    call = '{"tool": "lookup", "arguments": {"zip": 2134, "n": 3}}'
+    response = Orchestrator({"lookup": Lookup()}).process_llm_response(call)
+    assert response.call_failed
+    assert (
+        response.call_detail
+        == "lookup: argument 'zip': expected string, got integer 2134 (rule: type)"
+    )

@@ -20,6 +20,9 @@ class TextCall:
     problem: str | None = None
     healed: tuple[str, ...] = ()
     id: str | None = None
+    texts: Mapping[str, str] | None = None
+    """For arguments written as bare text (``<parameter=k>42</parameter>``) and read as JSON
+    into something other than a string: the text as written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,9 @@ class ToolCall:
     """What was mended to read it (trailing comma, missing brace...)."""
     problem: str | None = None
     """Why it cannot run (unreadable, cut off); ``None`` for a runnable call."""
+    texts: Mapping[str, str] | None = None
+    """Arguments written as bare text and read as JSON (``42``, ``true``, ``[1]``): the text
+    as written, which a tool whose schema wants a string for them gets instead."""
 
     def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
         """The same call with other arguments (a consent step that edits the call)."""

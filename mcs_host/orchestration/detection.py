@@ -118,7 +118,8 @@ _NAME_PARAMETERS = {"name", "parameters"}
 def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -> Detection:
     found = detect_text(text, known, formats)
     calls = tuple(
-        ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem) for c in found.calls
+        ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem, c.texts or None)
+        for c in found.calls
     )
     return Detection(
         calls, "text", found.format, text, final=found.final, has_final=found.has_final

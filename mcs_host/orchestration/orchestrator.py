@@ -29,7 +29,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcs_host._bounded import Hung, call_bounded
@@ -728,6 +728,8 @@ def _chained_failed(label: str, exc: BaseException) -> DriverResponse:
 
 def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
     """``call`` with its arguments checked (and coerced) against its tool's schema."""
+    if call.texts:
+        call = _as_written(route, call)
     if route.validator.accepts(call.arguments):
         return call, None
     checked = route.validator.validate(call.arguments)
@@ -738,6 +740,23 @@ def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall,
         return call, None  # the arguments as the model gave them (equal to the checked ones)
     notes.extend(f"{call.name}: {c}" for c in checked.coerced)
     return call.with_arguments(checked.arguments), None
+
+
+def _as_written(route: _Route, call: ToolCall) -> ToolCall:
+    """``call`` with each argument the model wrote as bare text, and that was read as JSON
+    into a type its schema does not take, given back as that text when the schema takes a
+    string: ``<parameter=zip>02134</parameter>`` stays ``"02134"`` for a string, is ``2134``
+    for an integer."""
+    texts = call.texts or {}
+    arguments = dict(call.arguments)
+    written = {
+        key: raw
+        for key, raw in texts.items()
+        if key in arguments and route.validator.wants_text(key, arguments[key])
+    }
+    if not written:
+        return call
+    return replace(call, arguments={**arguments, **written})
 
 
 def _closed(stream: Any) -> bool:

@@ -11,7 +11,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from .calls import TextCall
@@ -333,6 +333,21 @@ def is_json_value(value: Any, depth: int = 0) -> bool:
 def cut_off(what: str) -> str:
     """The problem of a call whose closing delimiter never came."""
     return f"the call was cut off ({what} never came); it was not run"
+
+
+def xml_arguments(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Parameters written as text (``<parameter=k>v</parameter>`` and the like): each value
+    read by :func:`xml_value`, and the text of each read into something other than a string,
+    so that a tool whose schema wants a string gets it as written (``007``, ``1.50``)."""
+    arguments: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for key, raw in pairs:
+        value = arguments[key] = xml_value(raw)
+        if isinstance(value, str):
+            texts.pop(key, None)
+        else:
+            texts[key] = raw
+    return arguments, texts
 
 
 def xml_value(raw: str) -> Any:

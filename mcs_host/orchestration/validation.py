@@ -91,6 +91,17 @@ class ArgumentValidator:
         self.schema = schema
         self._node = _compile(schema, schema, {})
 
+    def wants_text(self, name: str, value: Any) -> bool:
+        """Whether the argument ``name`` may be a string and ``value`` is of none of its
+        types: then the model's text for it, as written, is what the tool wants."""
+        node = self._node.properties.get(name)
+        return (
+            node is not None
+            and node.types is not None
+            and "string" in node.types
+            and not node.typed(value)
+        )
+
     def accepts(self, arguments: Mapping[str, Any]) -> bool:
         """Whether ``arguments`` pass as they are (``False`` may also mean: ask
         :meth:`validate`); the fast test for the common case, compiled with the schema."""

@@ -13,13 +13,12 @@ anything else JSON). R1's reasoning is ``<think>``, which the text step sets asi
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, cut_off, xml_value
+from mcs_host.orchestration.scanning import call_with_arguments, cut_off, xml_arguments, xml_value
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -74,8 +73,8 @@ def _one(body: str) -> TextCall | None:
         name, inner, closing = invoke.groups()
         if not closing:
             return TextCall(name, None, cut_off("</steptml:invoke>"))
-        values = {k: xml_value(v.strip()) for k, v in _STEP_PARAMETER.findall(inner)}
-        return TextCall(name, values)
+        values, texts = xml_arguments((k, v.strip()) for k, v in _STEP_PARAMETER.findall(inner))
+        return TextCall(name, values, texts=texts)
     if kind.strip() == "function":  # V3 and R1: the name, then a fenced block
         fenced = _FENCED.match(rest)
         if fenced is None:
@@ -103,20 +102,18 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
             calls.append(TextCall(name, None, cut_off(f"</{_DSML}invoke>")))
             continue
         arguments: dict[str, Any] = {}
+        texts: dict[str, str] = {}  # no string="..." attribute: JSON when it reads as JSON
         problem = None
         for key, is_string, value, ends in _DSML_PARAMETER.findall(body):
             if not ends:
                 problem = cut_off(f"</{_DSML}parameter>")
-            arguments[key] = value if is_string == "true" else _json_or_text(value)
-        calls.append(TextCall(name, None if problem else arguments, problem))
+            read = arguments[key] = value if is_string == "true" else xml_value(value)
+            if not is_string and not isinstance(read, str):
+                texts[key] = value
+            else:
+                texts.pop(key, None)
+        calls.append(TextCall(name, None if problem else arguments, problem, texts=texts))
     return TextDetection(tuple(calls), "deepseek-dsml")
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except (ValueError, RecursionError):
-        return value
 
 
 FORMATS = (

@@ -13,7 +13,7 @@ from mcs_host.orchestration.scanning import (
     call_with_arguments,
     calls_from_fragment,
     cut_off,
-    xml_value,
+    xml_arguments,
 )
 
 __all__: list[str] = []  # the formats reach users through TextFormats
@@ -62,11 +62,10 @@ def xml_functions(text: str) -> Iterator[TextCall]:
             yield TextCall(name, None, cut_off("</function>"))
             continue
         if "<parameter=" in body:
-            arguments = {
-                key: xml_value(_one_newline_off(value))
-                for key, value in _PARAMETER_TAG.findall(body)
-            }
-            yield TextCall(name, arguments)
+            arguments, texts = xml_arguments(
+                (key, _one_newline_off(value)) for key, value in _PARAMETER_TAG.findall(body)
+            )
+            yield TextCall(name, arguments, texts=texts)
             continue
         stripped = body.strip()
         yield call_with_arguments(name, stripped) if stripped else TextCall(name, {})
@@ -85,12 +84,13 @@ def _glm(body: str, known: Collection[str]) -> list[TextCall]:
     named = _GLM_NAME.match(body)
     if named is None or ("<arg_key>" not in body and named.group(1) not in known):
         return []
-    arguments = {}
+    pairs = []
     for key, value, closing in _GLM_PAIR.findall(body, named.end()):
         if not closing:
             return [TextCall(named.group(1), None, cut_off("</arg_value>"))]
-        arguments[key.strip()] = xml_value(value.strip())
-    return [TextCall(named.group(1), arguments)]
+        pairs.append((key.strip(), value.strip()))
+    arguments, texts = xml_arguments(pairs)
+    return [TextCall(named.group(1), arguments, texts=texts)]
 
 
 FORMATS = (

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import calls_from_fragment, cut_off, xml_value
+from mcs_host.orchestration.scanning import calls_from_fragment, cut_off, xml_arguments
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -29,8 +29,8 @@ def invokes(text: str, known: Collection[str]) -> TextDetection | None:
         if not closing:
             calls.append(TextCall(name, None, cut_off("</invoke>")))
             continue
-        arguments = {k: xml_value(_trimmed(v)) for k, v in _PARAMETER.findall(body)}
-        calls.append(TextCall(name, arguments))
+        arguments, texts = xml_arguments((k, _trimmed(v)) for k, v in _PARAMETER.findall(body))
+        calls.append(TextCall(name, arguments, texts=texts))
     return TextDetection(tuple(calls), "minimax-m2") if calls else None
 
 
