@@ -930,3 +930,41 @@ def test_a_native_json_number_for_a_string_parameter_is_still_refused() -> None:
         response.call_detail
         == "lookup: argument 'zip': expected string, got integer 2134 (rule: type)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # DeepSeek V3.2 with a JSON object in the invoke instead of parameter tags
+            f'<{_DSML_BAR}function_calls>\n<{_DSML_BAR}invoke name="get_weather">\n'
+            f'{{"city": "Oslo"}}\n</{_DSML_BAR}invoke>\n</{_DSML_BAR}function_calls>',
+            [WEATHER],
+        ),
+        (  # ... and with neither: never run with no arguments
+            f'<{_DSML_BAR}function_calls>\n<{_DSML_BAR}invoke name="get_weather">\nOslo please\n'
+            f"</{_DSML_BAR}invoke>\n</{_DSML_BAR}function_calls>",
+            [("get_weather", "problem: the invoke holds no parameters")],
+        ),
+        (  # the template put <think> in the prompt: the response starts inside reasoning
+            'Let me think about <tool_call>\n{"name": "get_time", "arguments": {}}</tool_call>'
+            ' hmm\n</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+            "\n</tool_call>",
+            [WEATHER],
+        ),
+        (  # GigaChat: a name without arguments is no call
+            '<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "get_time"}',
+            [],
+        ),
+        (  # MiniMax-M1: the line without arguments is left out, the others run
+            '<tool_calls>\n{"name": "get_quote", "arguments": {"ticker": "NVDA"}}\n'
+            '{"name": "get_time"}\n{"name": "get_quote", "arguments": {"ticker": "AMD"}}\n'
+            "</tool_calls>",
+            [QUOTE_A, QUOTE_B],
+        ),
+    ],
+    ids=["dsml-json", "dsml-text", "prefilled-think", "gigachat-bare", "minimax-m1-bare"],
+)
+def test_shapes_the_upstream_parsers_read_in_their_own_way(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert found(text) == expected

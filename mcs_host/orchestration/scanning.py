@@ -200,8 +200,12 @@ def call_with_arguments(name: str, fragment: str) -> TextCall:
     return TextCall(name, arguments, problem, notes)
 
 
-def calls_from_fragment(fragment: str, where: str, strict_names: bool) -> list[TextCall]:
-    """The calls a marker introduces: an object, an array of them, or several objects."""
+def calls_from_fragment(fragment: str, where: str, bare_names: bool = True) -> list[TextCall]:
+    """The calls a marker introduces: an object, an array of them, or several objects.
+
+    With ``bare_names``, an object with a name and no argument key is a call without
+    arguments (the family writes them so); without, it is no call at all.
+    """
     if not fragment:
         return [TextCall("?", None, f"{where} holds no call")]
     try:
@@ -214,11 +218,13 @@ def calls_from_fragment(fragment: str, where: str, strict_names: bool) -> list[T
         call = protocol_call(item, (), notes) if isinstance(item, Mapping) else None
         if call is None and isinstance(item, Mapping):
             name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str)), None)
+            if name and not bare_names:
+                continue  # {"name": "x"} alone: the family's parsers take it for no call
             call = TextCall(name, {}, None, notes) if name else None
         calls.append(call or TextCall("?", None, f"{where} holds something that is not a call"))
     rest = fragment[len(first_value(fragment)) :].strip() if fragment[0] in "{[" else ""
     if rest.startswith("{"):
-        calls.extend(calls_from_fragment(rest, where, strict_names))
+        calls.extend(calls_from_fragment(rest, where, bare_names))
     return calls
 
 

@@ -36,6 +36,7 @@ from .scanning import (
 __all__ = ["TextFormats", "detect_text"]
 
 _THINK_OPEN = re.compile(r"<(think|thinking)>", re.IGNORECASE)
+_THINK_CLOSE_ANY = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 _THINK_CLOSE = {
     "think": re.compile(r"</think>", re.IGNORECASE),
     "thinking": re.compile(r"</thinking>", re.IGNORECASE),
@@ -117,9 +118,16 @@ class TextFormats:
 
 def _without_thoughts(text: str) -> tuple[str, bool]:
     """``text`` without its ``<think>`` blocks (any case), and whether one never closes:
-    each opening is followed by one search for its closing, so the text is read once."""
+    each opening is followed by one search for its closing, so the text is read once. A
+    ``</think>`` before any opening ends reasoning the prompt opened (templates that put
+    ``<think>`` in the prompt): what comes before it is reasoning too."""
     kept: list[str] = []
     start = 0
+    first_close = _THINK_CLOSE_ANY.search(text)
+    if first_close is not None:
+        first_open = _THINK_OPEN.search(text, 0, first_close.start())
+        if first_open is None:
+            start = first_close.end()
     while True:
         found = _THINK_OPEN.search(text, start)
         if found is None:

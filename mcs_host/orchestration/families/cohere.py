@@ -23,7 +23,7 @@ def actions(text: str, known: Collection[str]) -> TextDetection | None:
         stripped = body.strip()
         if not stripped:
             continue
-        found = calls_from_fragment(stripped, "<|START_ACTION|>", strict_names=False)
+        found = calls_from_fragment(stripped, "<|START_ACTION|>")
         ids = _ids(stripped)
         found = [
             TextCall(c.name, c.arguments, c.problem, c.healed, ids[i] if i < len(ids) else None)

@@ -112,6 +112,13 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
                 texts[key] = value
             else:
                 texts.pop(key, None)
+        if not arguments and body.strip():  # no parameter tags: a JSON object, or nothing
+            json_body = body.strip()
+            if json_body.startswith("{"):
+                calls.append(call_with_arguments(name, json_body))
+            else:
+                calls.append(TextCall(name, None, "the invoke holds no parameters"))
+            continue
         calls.append(TextCall(name, None if problem else arguments, problem, texts=texts))
     return TextDetection(tuple(calls), "deepseek-dsml")
 

@@ -21,7 +21,7 @@ def function_call(text: str, known: Collection[str]) -> TextDetection | None:
     body = text[start.end() :].removesuffix("</s>").strip()
     if not body.startswith("{"):
         return None
-    calls = calls_from_fragment(body, "function call", strict_names=False)
+    calls = calls_from_fragment(body, "function call", bare_names=False)
     return TextDetection(tuple(calls), "gigachat")
 
 

@@ -17,7 +17,7 @@ def tool_call_token(text: str, known: Collection[str]) -> TextDetection | None:
     body = text.split(_TAG, 1)[1].strip()
     if body[:1] not in ("[", "{"):
         return None  # the token only mentioned
-    calls = calls_from_fragment(body, _TAG, strict_names=False)
+    calls = calls_from_fragment(body, _TAG)
     return TextDetection(tuple(calls), "granite")
 
 

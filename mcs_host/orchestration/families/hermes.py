@@ -36,7 +36,7 @@ def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
         if "<function=" in body:
             found = list(xml_functions(body))
         elif body.lstrip()[:1] in ("{", "["):
-            found = calls_from_fragment(body.strip(), "<tool_call>", strict_names=False)
+            found = calls_from_fragment(body.strip(), "<tool_call>")
         else:
             found = _glm(body, known)
         if not closing:

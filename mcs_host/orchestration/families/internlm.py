@@ -20,7 +20,7 @@ def actions(text: str, known: Collection[str]) -> TextDetection | None:
         stripped = body.strip()
         if not stripped.startswith("{"):
             continue
-        found = calls_from_fragment(stripped, "<|plugin|>", strict_names=False)
+        found = calls_from_fragment(stripped, "<|plugin|>")
         if not closing:
             found = [
                 c if c.problem else TextCall(c.name, None, cut_off("<|action_end|>")) for c in found

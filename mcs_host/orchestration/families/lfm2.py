@@ -21,7 +21,7 @@ def tool_call_blocks(text: str, known: Collection[str]) -> TextDetection | None:
         if stripped[:1] not in ("[", "{"):
             continue  # the tag only mentioned
         if stripped[:2] == "[{" or stripped[:1] == "{":
-            found = calls_from_fragment(stripped, "<|tool_call_start|>", strict_names=False)
+            found = calls_from_fragment(stripped, "<|tool_call_start|>")
         else:
             found = list(python_calls(stripped))
         if not closing:

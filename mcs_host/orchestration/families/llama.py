@@ -28,7 +28,7 @@ def python_tag(text: str, known: Collection[str]) -> TextDetection | None:
             if not part:
                 continue
             if part.startswith("{"):
-                calls.extend(calls_from_fragment(part, _PYTHON_TAG, strict_names=False))
+                calls.extend(calls_from_fragment(part, _PYTHON_TAG))
             elif _CALL_START.match(part):
                 calls.extend(python_calls(part))
     return TextDetection(tuple(calls), "python-tag") if calls else None

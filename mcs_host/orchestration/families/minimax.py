@@ -46,13 +46,13 @@ def tool_calls_block(text: str, known: Collection[str]) -> TextDetection | None:
         if not stripped:
             continue
         if stripped[0] == "[":
-            found = calls_from_fragment(stripped, "<tool_calls>", strict_names=False)
+            found = calls_from_fragment(stripped, "<tool_calls>", bare_names=False)
         else:
             found = [
                 call
                 for line in stripped.splitlines()
                 if line.strip().startswith("{")
-                for call in calls_from_fragment(line.strip(), "<tool_calls>", strict_names=False)
+                for call in calls_from_fragment(line.strip(), "<tool_calls>", bare_names=False)
             ]
         if not closing:
             found = [

@@ -38,7 +38,7 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
         start = min((i for i in (chunk.find("["), chunk.find("{")) if i != -1), default=-1)
         if start == -1:
             continue  # the marker only mentioned
-        calls.extend(calls_from_fragment(chunk[start:].strip(), _MARK, strict_names=False))
+        calls.extend(calls_from_fragment(chunk[start:].strip(), _MARK))
     return TextDetection(tuple(calls), "mistral") if calls else None
 
 

@@ -16,7 +16,7 @@ def functools_list(text: str, known: Collection[str]) -> TextDetection | None:
     fragment = text[start + len("functools") :].strip()
     if fragment[1:].lstrip()[:1] not in ("{", "]"):
         return None  # "functools[" only mentioned, or a list that holds no call objects
-    calls = calls_from_fragment(fragment, "functools", strict_names=False)
+    calls = calls_from_fragment(fragment, "functools")
     return TextDetection(tuple(calls), "functools")
 
 
