@@ -200,6 +200,12 @@ from .orchestration.runner import (
     RunResult as RunResult,
 )
 
+# The bridge to MCP (the mcs-host[mcp] extra)
+from .bridge.server import (
+    mcp_server as mcp_server,
+    META_KEY as META_KEY,
+)
+
 # Loading: configuration, compatibility, host plugins, the load pipeline and its records
 from .loading.config import (
     approve_directory as approve_directory,

@@ -55,7 +55,8 @@ def main() -> int:
     os.environ["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     # pip's own progress (what it collects, download bars) on a terminal; quiet when piped
     shown = [] if sys.stdout.isatty() else ["-q", "--progress-bar", "off"]
-    run(python, "-m", "pip", "install", *shown, ".", *(p.relative_to(ROOT) for p in PLUGINS))
+    plugins = (p.relative_to(ROOT) for p in PLUGINS)
+    run(python, "-m", "pip", "install", *shown, ".[mcp]", *plugins)
     mcs_host = VENV / "bin" / "mcs-host"
     run(mcs_host, "--version")
     run(mcs_host, "list", "--registry", "registry.json")

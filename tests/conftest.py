@@ -13,7 +13,15 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Wheels of mcs-host (built from this checkout), its dependencies, the plugins, and the
     plugins' build backend (for builds inside venvs)."""
     house = tmp_path_factory.mktemp("wheelhouse")
-    pip("wheel", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT), "flit_core==4.2.0")
+    # mcs-host with the mcp extra's dependencies too: tests/test_serve.py installs mcs-host[mcp]
+    pip(
+        "wheel",
+        "--no-build-isolation",
+        "--wheel-dir",
+        str(house),
+        f"{ROOT}[mcp]",
+        "flit_core==4.2.0",
+    )
     for plugin in sorted(PLUGINS.iterdir()):
         if (plugin / "pyproject.toml").is_file():
             build_wheel(plugin, house)

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcs_host.cli",),
     ("mcs_host.kit",),
     ("mcs_host.loading",),
+    ("mcs_host.bridge",),
     ("mcs_host.trust", "mcs_host.orchestration"),
     ("mcs_host.contract", "mcs_host.discovery"),
     ("mcs_host.interfaces",),

@@ -24,13 +24,16 @@ __all__ = ["main"]
 
 _RUNS_DRIVER_CODE = frozenset({"check"})
 """Commands that import a driver's code on purpose, outside the trust pipeline."""
+_EXTRAS = {"serve": ("mcp",)}
+"""The host's extras a command needs: their installed requirements count as the host's own
+in that command's process (and only there)."""
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not (args and args[0] in _RUNS_DRIVER_CODE):
-        _isolate()
+        _isolate(_EXTRAS.get(args[0], ()) if args else ())
     plain = _plain_list(args)
     if plain is None:
         try:
@@ -65,9 +68,10 @@ def _cannot_start(exc: ImportError) -> None:
     raise SystemExit(2)
 
 
-def _isolate() -> None:
+def _isolate(extras: tuple[str, ...] = ()) -> None:
     """Drop the unsafe first path entry (as ``python -P`` would), then lock the process
-    down. Until then only modules the interpreter has loaded already are imported here."""
+    down, with the requirements of the host's ``extras`` counted as the host's. Until then
+    only modules the interpreter has loaded already are imported here."""
     if sys.path and not sys.flags.safe_path:
         first = os.path.realpath(sys.path[0] or os.getcwd())
         host_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -76,8 +80,10 @@ def _isolate() -> None:
     # pydantic imports the plugins every distribution may declare (entry point group
     # "pydantic") when it builds its first model: not in this process
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from mcs_host.trust import _origins
     from mcs_host.trust._gate import gate
 
+    _origins.grant_extras(extras)
     gate().lock_down()
 
 

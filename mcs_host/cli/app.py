@@ -11,7 +11,7 @@ import typer
 
 from mcs_host._version import __version__
 
-from . import author, drivers, keys, trust
+from . import author, drivers, keys, serve, trust
 
 EXIT_CODES = (
     ("0", "done: everything asked for loaded, verified or ran"),
@@ -59,6 +59,7 @@ for _name, _command in (
     ("load", drivers.load_command),
     ("call", drivers.call_command),
     ("run", drivers.run_command),
+    ("serve", serve.serve_command),
     ("lock", trust.lock_drivers),
     ("keygen", keys.keygen),
     ("public-key", keys.public_key),

@@ -223,7 +223,7 @@ def _answer(
     """Load the stack, pass it ``output`` and print the DriverResponse (or, with ``--json``,
     the load and the response as one document); exit 1 when either failed."""
     if not as_json:
-        stack = _loaded_or_exit(settings, path).driver
+        stack = loaded_or_exit(settings, path).driver
         with Ticker(f"{_what(output)} running"):
             response = stack.process_llm_response(output)
         typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
@@ -336,8 +336,11 @@ def _what(output: str | dict[str, Any]) -> str:
     return f"tool {tool}" if isinstance(tool, str) else "the LLM output's tool call"
 
 
-def _loaded_or_exit(settings: HostConfig, path: Sequence[Path] | None) -> Loaded:
-    loaded, report = _load(settings, (), path)
+def loaded_or_exit(
+    settings: HostConfig, path: Sequence[Path] | None, labels: Sequence[str] = ()
+) -> Loaded:
+    """Load the stack, saying on stderr how each mount went; exit 1 when nothing loaded."""
+    loaded, report = _load(settings, labels, path)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
     for finding in report.environment:

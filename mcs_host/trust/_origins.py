@@ -102,6 +102,21 @@ class HostInstall(NamedTuple):
 
 
 _HOST: HostInstall | None = None
+_EXTRAS: frozenset[str] = frozenset()
+"""The host's extras whose requirements count as the host's in this process (see
+:func:`grant_extras`)."""
+
+
+def grant_extras(extras: Iterable[str]) -> None:
+    """Count the requirements of the host's ``extras`` (as installed) as the host's own in
+    this process: the command line grants ``mcp`` to ``serve``, the one command that needs
+    it, before the host is resolved. After that it is an error."""
+    global _EXTRAS  # noqa: PLW0603 - set once, before the host is resolved
+    if _HOST is not None:
+        raise RuntimeError("the host is resolved already: grant extras before the first use")
+    _EXTRAS = frozenset(extras)
+
+
 _BOOTSTRAP: frozenset[str] | None = None
 
 
@@ -164,7 +179,8 @@ def _resolve_host(search: list[str]) -> HostInstall:
         distributions["mcs-host"] = metadata_path
     if owner:
         files |= set.intersection(*(record_files(o) for o in owner))
-    for project, found, listed in _requirement_closure(requirements, installed, findings):
+    closure = _requirement_closure(requirements, installed, findings, _EXTRAS)
+    for project, found, listed in closure:
         if found is not None:
             distributions[normalize_name(project)] = found
         files |= listed
@@ -193,7 +209,13 @@ def _checkout_requirements(package_dir: str) -> list[str] | None:
     if not isinstance(project, dict) or normalize_name(str(project.get("name", ""))) != "mcs-host":
         return None
     dependencies = project.get("dependencies", [])
-    return [str(d) for d in dependencies] if isinstance(dependencies, list) else None
+    if not isinstance(dependencies, list):
+        return None
+    optional = project.get("optional-dependencies", {})
+    for extra in sorted(_EXTRAS):  # written as an installed distribution's metadata has them
+        listed = optional.get(extra, []) if isinstance(optional, dict) else []
+        dependencies += [f"{d}; extra == {extra!r}" for d in listed if isinstance(d, str)]
+    return [str(d) for d in dependencies]
 
 
 def _copies(search: Iterable[str]) -> dict[str, list[str]]:
@@ -282,16 +304,20 @@ def record_files(metadata_path: str) -> set[str]:
 
 
 def _requirement_closure(
-    requirements: list[str], installed: dict[str, list[str]], findings: list[str]
+    requirements: list[str],
+    installed: dict[str, list[str]],
+    findings: list[str],
+    extras: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[str, str | None, set[str]]]:
     """``(project, dist-info, files)`` of every distribution the host's ``requirements``
-    name, transitively. A requirement installed more than once is reported, has no one
-    dist-info, and is granted only the files (and requirements) every copy lists."""
+    (with the host's granted ``extras``) name, transitively. A requirement installed more
+    than once is reported, has no one dist-info, and is granted only the files (and
+    requirements) every copy lists."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     from mcs_host.discovery import normalize_name, requires_dist
 
-    queue: list[tuple[list[str], frozenset[str]]] = [(requirements, frozenset())]
+    queue: list[tuple[list[str], frozenset[str]]] = [(requirements, extras)]
     seen: set[str] = {"mcs-host"}
     while queue:
         lines, extras = queue.pop()

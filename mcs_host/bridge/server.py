@@ -1,0 +1,107 @@
+"""A loaded stack as an MCP server: every mounted tool, under its final name, for any MCP
+client, each call going through the orchestrator's validation, consent and audit.
+
+Every protocol byte is the ``mcp`` SDK's (2.x, the ``mcs-host[mcp]`` extra). A tool that
+fails, arguments that do not validate and a refused consent become a tool result with
+``isError``, never a dead server; a cancelled request cancels the call. On stdio the SDK
+points descriptor 1 at stderr while serving, so what a driver prints never reaches the wire.
+The trust facts of each tool's driver (label, distribution, version, verification, trust)
+travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
+the stack's system message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcs_host._version import __version__
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from mcs_host.loading.records import LoadRecord
+    from mcs_host.orchestration.orchestrator import Orchestrator
+
+__all__ = ["META_KEY", "mcp_server"]
+
+META_KEY = "io.mcs-host/driver"
+"""The key of a tool's ``_meta`` entry that says which driver it comes from and how that
+driver was verified."""
+
+
+def mcp_server(
+    stack: Orchestrator,
+    records: Iterable[LoadRecord] = (),
+    *,
+    name: str = "mcs-host",
+    model: str | None = None,
+) -> Server[Any]:
+    """An MCP server (the SDK's low-level ``Server``) offering the tools of ``stack``.
+
+    ``records`` are the load report's mounts: their trust facts go into each tool's
+    ``_meta``. ``model`` picks the system message rendering the instructions carry.
+    """
+    import mcp_types as types  # noqa: PLC0415 - the mcp extra, imported only to serve
+    from mcp.server.lowlevel import Server  # noqa: PLC0415
+
+    facts = {record.label: _facts(record) for record in records if record.status == "mounted"}
+
+    async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+        tools = []
+        for tool in stack.list_tools():
+            label, own_name = stack.route(tool.name)
+            meta = {"label": label, "tool": own_name, **facts.get(label, {})}
+            tools.append(
+                types.Tool(
+                    name=tool.name,
+                    title=tool.title or None,
+                    description=tool.description or None,
+                    input_schema=tool.input_schema(),
+                    _meta={META_KEY: meta},
+                )
+            )
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        response = await stack.aexecute(_detection(params.name, params.arguments or {}))
+        if response.call_failed:
+            detail = response.call_detail or "the call failed"
+            return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
+        result = response.tool_call_result
+        return types.CallToolResult(
+            content=[types.TextContent(text=_text(result))],
+            structured_content=result if isinstance(result, Mapping) else None,
+        )
+
+    return Server(
+        name,
+        version=__version__,
+        instructions=stack.get_driver_system_message(model) or None,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
+    """One call as the orchestrator's consent seam takes it."""
+    from mcs_host.orchestration.calls import Detection, ToolCall  # noqa: PLC0415
+
+    return Detection((ToolCall(name, dict(arguments)),), "text", "mcp")
+
+
+def _facts(record: LoadRecord) -> dict[str, Any]:
+    """What a client may want to know about the driver behind a tool."""
+    return {
+        "distribution": record.distribution,
+        "version": record.version,
+        "verification": record.verification,
+        "trust": record.trust,
+    }
+
+
+def _text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
