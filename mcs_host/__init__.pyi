@@ -201,6 +201,9 @@ from .orchestration.runner import (
 )
 
 # The bridge to MCP (the mcs-host[mcp] extra)
+from .bridge.client import (
+    MCPToolDriver as MCPToolDriver,
+)
 from .bridge.server import (
     mcp_server as mcp_server,
     META_KEY as META_KEY,
