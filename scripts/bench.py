@@ -8,10 +8,10 @@ Sets up ``.venvs/bench`` with this checkout's mcs-host and the bundled drivers (
 user installs them, not editable) plus the peers measured against it: stevedore, and the
 reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a dependency of
 mcs-host). Then runs, each in that venv, scripts/bench_discovery.py, bench_cli.py,
-bench_digest.py, bench_orchestrator.py, bench_detection.py, bench_load.py, bench_import.py and
-bench_csv.py, and prints their tables and every budget with its verdict. ``--readme``
-replaces the text between the ``bench:begin`` and ``bench:end`` markers of README.md with
-the report.
+bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
+bench_import.py and bench_csv.py, and prints their tables and every budget with its
+verdict. ``--readme`` replaces the text between the ``bench:begin`` and ``bench:end``
+markers of README.md with the report.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ SCRIPTS = {
     "bench_cli.py": (["--repeat", "21"], ["--repeat", "5"]),
     "bench_digest.py": (["--repeat", "7"], ["--repeat", "3", "--large-mib", "64"]),
     "bench_orchestrator.py": (["--repeat", "7"], ["--repeat", "3"]),
+    "bench_mcp.py": (["--calls", "300", "--repeat", "5"], ["--calls", "50", "--repeat", "2"]),
     "bench_detection.py": (
         ["--sizes", "1,10", "--repeat", "3"],
         ["--sizes", "0.1,1", "--repeat", "1"],
@@ -56,7 +57,7 @@ def setup() -> Path:
     pip = [str(python), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, *PEERS], check=True, env=env)
     # this checkout's code, reinstalled every run: the version number does not change
-    local = [".", *(str(p.relative_to(ROOT)) for p in PLUGINS)]
+    local = [".[mcp]", *(str(p.relative_to(ROOT)) for p in PLUGINS)]
     subprocess.run([*pip, "--force-reinstall", "--no-deps", *local], cwd=ROOT, check=True, env=env)
     subprocess.run([*pip, *local], cwd=ROOT, check=True, env=env)
     return python

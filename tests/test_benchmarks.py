@@ -7,6 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from distbuild import ROOT
 
 
@@ -73,3 +74,13 @@ def test_the_detection_benchmark_measures_every_case_at_every_size() -> None:
     assert len(rows) == 21  # prose and twenty adversarial shapes
     assert all(row.count(" ms |") == 2 for row in rows)
     assert [b["unit"] for b in section["budgets"]] == [" ms", "x"]
+
+
+def test_the_mcp_benchmark_checks_its_answer_and_reports_each_path() -> None:
+    pytest.importorskip("mcp")
+    section = bench("bench_mcp.py", "--calls", "5", "--repeat", "1")
+    assert [row.split(" | ")[0] for row in section["markdown"][2:]] == [
+        "| in process (`process_llm_response`)",
+        "| MCP in memory (`mcp_server` + the SDK's client)",
+        "| MCP over stdio (`MCPToolDriver` on a child process)",
+    ]

@@ -1,0 +1,121 @@
+"""Benchmark the per-call cost of MCP: a tool called in process, through `mcp_server` with the
+SDK's in-memory client, and through `MCPToolDriver` from a child process over stdio.
+
+    python scripts/bench_mcp.py [--calls 300] [--repeat 5]
+
+One ToolDriver with a lookup tool (bench_orchestrator's, 6 tools) answers every call. In
+process is ``Orchestrator.process_llm_response`` of a clean call; "MCP in memory" is the
+SDK's ``Client`` connected to ``mcp_server(stack)`` in the same process (the protocol
+without a pipe); "MCP over stdio"
+is an orchestrator mounting ``MCPToolDriver`` on a child Python that serves the same stack
+with ``mcp_server`` over stdio: what a driver in its own process costs per call. Figures are
+medians over ``--repeat`` rounds of ``--calls`` sequential calls. Needs the mcs-host[mcp]
+extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from _bench import Budget, emit
+from bench_orchestrator import Lookups
+from mcp import Client
+
+from mcs_host import Orchestrator
+from mcs_host.bridge.client import MCPToolDriver
+from mcs_host.bridge.server import mcp_server
+
+CHILD = """\
+import sys
+sys.path.insert(0, {scripts!r})
+import anyio
+from mcp.server.stdio import stdio_server
+from bench_orchestrator import Lookups
+from mcs_host import Orchestrator
+from mcs_host.bridge.server import mcp_server
+
+server = mcp_server(Orchestrator({{"lookups": Lookups(6)}}))
+
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+anyio.run(main)
+"""
+ARGUMENTS = {"key": "oslo", "limit": 5}
+CALL = '{"tool": "lookup_3", "arguments": {"key": "oslo", "limit": 5}}'
+
+
+def per_call_us(call: Any, calls: int, repeat: int) -> float:
+    call()
+    rounds = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(calls):
+            call()
+        rounds.append((time.perf_counter() - started) / calls * 1e6)
+    return statistics.median(rounds)
+
+
+def in_memory_us(calls: int, repeat: int) -> float:
+    server = mcp_server(Orchestrator({"lookups": Lookups(6)}))
+
+    async def main() -> float:
+        async with Client(server) as client:
+            await client.call_tool("lookup_3", ARGUMENTS)
+            rounds = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                for _ in range(calls):
+                    await client.call_tool("lookup_3", ARGUMENTS)
+                rounds.append((time.perf_counter() - started) / calls * 1e6)
+            return statistics.median(rounds)
+
+    result: float = anyio.run(main)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    local = Orchestrator({"lookups": Lookups(6)})
+    in_process = per_call_us(lambda: local.process_llm_response(CALL), args.calls, args.repeat)
+    memory = in_memory_us(args.calls, args.repeat)
+    scripts = str(Path(__file__).resolve().parent)
+    child = MCPToolDriver([sys.executable, "-c", CHILD.format(scripts=scripts)], name="child")
+    try:
+        remote = Orchestrator({"lookups": child})
+        answer = remote.execute_tool("lookup_3", dict(ARGUMENTS))
+        assert answer == {"key": "oslo", "hits": 5}, answer
+        stdio = per_call_us(
+            lambda: remote.execute_tool("lookup_3", dict(ARGUMENTS)), args.calls, args.repeat
+        )
+    finally:
+        child.close()
+    lines = [
+        "| path of a call | per call | / in process |",
+        "|---|---|---|",
+        f"| in process (`process_llm_response`) | {in_process:.1f} µs | 1.00x |",
+        f"| MCP in memory (`mcp_server` + the SDK's client) | {memory:.0f} µs | "
+        f"{memory / in_process:.0f}x |",
+        f"| MCP over stdio (`MCPToolDriver` on a child process) | {stdio:.0f} µs | "
+        f"{stdio / in_process:.0f}x |",
+    ]
+    budgets = [Budget("a call over stdio to a driver's own process", stdio / 1000, 5, unit=" ms")]
+    emit("MCP: the cost of a call", lines, budgets, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
