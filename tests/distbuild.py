@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = ROOT / "plugins"
@@ -196,3 +199,25 @@ def _clean_env() -> dict[str, str]:
     for name in [n for n in env if n.startswith("MCS_HOST_")]:
         del env[name]  # the developer's host settings must not change what a test sees
     return env
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[Any], seconds: float = 60) -> None:
+    """Return once something listens on ``port`` of 127.0.0.1; fail if ``process`` ends
+    first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as attempt:
+            if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if process.poll() is not None:
+            raise AssertionError(f"the server ended before listening: {process.communicate()}")
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")

@@ -6,14 +6,13 @@ does not answer in time, and a tool that reports an error."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from distbuild import free_port, wait_for_port
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -144,21 +143,14 @@ def test_a_wrong_server_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.fixture
 def http_url(server_script: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(server_script), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as attempt:
-                if attempt.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

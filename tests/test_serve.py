@@ -7,7 +7,6 @@ the protocol stream."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, pip
+from distbuild import ROOT, Project, Venv, build_wheel, free_port, pip, wait_for_port
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -235,9 +234,7 @@ def test_a_wrong_http_address_is_a_usage_error(scene: dict[str, Any]) -> None:
 
 @pytest.fixture
 def http_server(scene: dict[str, Any]) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     venv: Venv = scene["venv"]
     command = [venv.bin / "mcs-host", "serve", "--config", scene["config"]]
     process = subprocess.Popen(
@@ -249,13 +246,7 @@ def http_server(scene: dict[str, Any]) -> Iterator[str]:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as attempt:
-                if attempt.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.communicate()
-            time.sleep(0.1)
+        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
