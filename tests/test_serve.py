@@ -305,3 +305,66 @@ def test_a_planted_mcp_package_is_the_hosts_only_under_serve(
     assert "import of 'mcp' refused" in done.stdout
     assert "is not part of the standard library or of mcs-host's own installation" in done.stdout
     assert not marker.exists()
+
+
+def start_stdio(scene: dict[str, Any]) -> subprocess.Popen[str]:
+    venv: Venv = scene["venv"]
+    process = subprocess.Popen(
+        [str(venv.bin / "mcs-host"), "serve", "--config", str(scene["config"])],
+        env=environment(scene),
+        cwd=scene["root"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:  # the load report comes first, then it serves
+        if line.startswith("mounted files"):
+            break
+    return process
+
+
+@pytest.mark.parametrize("how", ["client disconnects", "SIGTERM", "SIGINT"])
+def test_serve_on_stdio_ends_cleanly(scene: dict[str, Any], how: str) -> None:
+    import signal
+
+    process = start_stdio(scene)
+    time.sleep(0.5)
+    if how == "client disconnects":
+        assert process.stdin is not None
+        process.stdin.close()
+    else:
+        process.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+    try:
+        assert process.wait(timeout=30) == 0
+        assert process.stdout is not None
+        assert process.stdout.read() == ""  # no traceback, no stray output on the wire
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_serve_on_http_ends_cleanly_on_sigterm(scene: dict[str, Any]) -> None:
+    port = free_port()
+    venv: Venv = scene["venv"]
+    command = [venv.bin / "mcs-host", "serve", "--config", scene["config"]]
+    process = subprocess.Popen(
+        [*map(str, command), "--http", f"127.0.0.1:{port}"],
+        env=environment(scene),
+        cwd=scene["root"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_port(port, process)
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        _, errors = process.communicate()
+    assert "Traceback" not in errors

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
+_GRACE = 3.0
+"""Seconds a signalled stdio server has to close in order before it exits anyway."""
+
+
+def _exit_quietly(number: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def serve_command(
@@ -118,6 +125,10 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def _serve_stdio(server: Server[Any]) -> None:
+    """Serve until the client closes stdin, or SIGINT or SIGTERM ends it: exit 0 in all
+    three, the connection closed in order."""
+    import signal
+
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -125,13 +136,27 @@ def _serve_stdio(server: Server[Any]) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
+    def stop(number: int, frame: object) -> None:
+        # unwind as Ctrl-C does; the thread that reads stdin cannot be interrupted, so the
+        # process ends after a grace period even if it is still blocked there
+        threading.Timer(_GRACE, os._exit, (0,)).start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     with suppress(KeyboardInterrupt):
         anyio.run(serve)
 
 
 def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    """Serve until SIGINT or SIGTERM: uvicorn shuts down in order, then the signal it passes
+    on ends the process with status 0."""
+    import signal
+
     import uvicorn
 
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, _exit_quietly)
     app = server.streamable_http_app(host=host)
     typer.echo(f"serving MCP on http://{host}:{port}/mcp", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
