@@ -16,7 +16,7 @@ from distbuild import free_port, wait_for_port
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
-from mcs_host import Orchestrator
+from mcs_host import Orchestrator, ToolError
 from mcs_host.bridge.client import MCPToolDriver
 
 SERVER = '''\
@@ -136,7 +136,7 @@ def test_a_wrong_server_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="give an http"):
         MCPToolDriver("server.py")
     missing = MCPToolDriver([sys.executable, str(tmp_path / "nowhere.py")], connect_timeout=10)
-    with pytest.raises(Exception, match="cannot connect to the MCP server"):
+    with pytest.raises(ToolError, match="cannot connect to the MCP server"):
         missing.list_tools()
     missing.close()
 

@@ -232,8 +232,8 @@ def test_a_wrong_http_address_is_a_usage_error(scene: dict[str, Any]) -> None:
     assert "give HOST:PORT or :PORT" in done.stderr
 
 
-@pytest.fixture
-def http_server(scene: dict[str, Any]) -> Iterator[str]:
+def start_http(scene: dict[str, Any]) -> tuple[subprocess.Popen[str], int]:
+    """``mcs-host serve --http`` on a free port of 127.0.0.1, once it listens."""
     port = free_port()
     venv: Venv = scene["venv"]
     command = [venv.bin / "mcs-host", "serve", "--config", scene["config"]]
@@ -245,8 +245,14 @@ def http_server(scene: dict[str, Any]) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    wait_for_port(port, process)
+    return process, port
+
+
+@pytest.fixture
+def http_server(scene: dict[str, Any]) -> Iterator[str]:
+    process, port = start_http(scene)
     try:
-        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
@@ -349,19 +355,8 @@ def test_serve_on_stdio_ends_cleanly(scene: dict[str, Any], how: str) -> None:
 
 
 def test_serve_on_http_ends_cleanly_on_sigterm(scene: dict[str, Any]) -> None:
-    port = free_port()
-    venv: Venv = scene["venv"]
-    command = [venv.bin / "mcs-host", "serve", "--config", scene["config"]]
-    process = subprocess.Popen(
-        [*map(str, command), "--http", f"127.0.0.1:{port}"],
-        env=environment(scene),
-        cwd=scene["root"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process, _ = start_http(scene)
     try:
-        wait_for_port(port, process)
         process.terminate()
         assert process.wait(timeout=30) == 0
     finally:

@@ -12,11 +12,11 @@ the stack's system message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcs_host._version import __version__
+from mcs_host.orchestration.messages import result_text
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -71,7 +71,7 @@ def mcp_server(
             return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
         result = response.tool_call_result
         return types.CallToolResult(
-            content=[types.TextContent(text=_text(result))],
+            content=[types.TextContent(text=result_text(result))],
             structured_content=result if isinstance(result, Mapping) else None,
         )
 
@@ -99,9 +99,3 @@ def _facts(record: LoadRecord) -> dict[str, Any]:
         "verification": record.verification,
         "trust": record.trust,
     }
-
-
-def _text(result: Any) -> str:
-    if isinstance(result, str):
-        return result
-    return json.dumps(result, ensure_ascii=False, default=str)

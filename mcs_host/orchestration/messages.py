@@ -8,6 +8,7 @@ every result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -39,6 +40,17 @@ def messages_for(
         {"role": "assistant", "content": detection.text},
         {"role": "user", "content": results},
     ]
+
+
+def result_text(result: Any) -> str:
+    """A tool's result as the model reads it: a string as it is, anything else as JSON
+    (what JSON cannot hold as its ``str``)."""
+    if isinstance(result, str):
+        return result
+    return _ENCODER.encode(result)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 # -- answers ---------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import os
 import re
 import sys
@@ -46,7 +45,7 @@ from mcs_host.interfaces import (
 
 from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
-from .messages import Provider, messages_for, native_tools
+from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .text import TextFormats
@@ -570,7 +569,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 _resolved, self.call_timeout, call.name, route.driver.execute_tool,
                 route.tool.name, dict(call.arguments),
             )  # fmt: skip
-            text = _as_text(outcome)  # a result JSON cannot carry fails the call too
+            text = result_text(outcome)  # a result JSON cannot carry fails the call too
         except KeyboardInterrupt:
             raise  # in this thread it may be the user's Ctrl-C: it is theirs to handle
         except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
@@ -597,7 +596,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 )
             async with asyncio.timeout(self.call_timeout) as deadline:
                 outcome = await work
-            text = _as_text(outcome)
+            text = result_text(outcome)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise  # the client's task was cancelled: that is the client's, not the tool's
         except BaseException as exc:
@@ -792,15 +791,6 @@ def _reopened(stream: Any, fd: int) -> Any:
         closefd=False,
         buffering=1,
     )
-
-
-def _as_text(result: Any) -> str:
-    if isinstance(result, str):
-        return result
-    return _ENCODER.encode(result)
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:

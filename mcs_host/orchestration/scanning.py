@@ -27,22 +27,17 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def matching(
-    text: str, start: int, single_quotes: bool = True, stop: int | None = None
-) -> int | None:
-    """The index of the bracket closing the one at ``start``, minding strings; or ``None``.
-
-    Without ``single_quotes``, an apostrophe in prose does not open a string. The scan ends
-    at ``stop`` (default: the end of ``text``).
-    """
-    end = closing(text, start, single_quotes, stop)
-    return end if 0 <= end < _limit(text, stop) else None
+def matching(text: str, start: int) -> int | None:
+    """The index of the bracket closing the one at ``start``, minding strings; or ``None``."""
+    end = closing(text, start)
+    return end if 0 <= end < len(text) else None
 
 
-def closing(text: str, start: int, single_quotes: bool = True, stop: int | None = None) -> int:
+def closing(text: str, start: int, single_quotes: bool = True) -> int:
     """Where the bracket at ``start`` closes; ``-1`` when a wrong bracket closes it first,
-    the end of the scan (``stop``, or the length of ``text``) when it is still open there."""
-    length = _limit(text, stop)
+    the length of ``text`` when it is still open at the end. Without ``single_quotes``, an
+    apostrophe in prose does not open a string."""
+    length = len(text)
     stack: list[str] = []
     for index in _brackets(text, start, length, single_quotes):
         char = text[index]
@@ -84,10 +79,6 @@ def _brackets(text: str, start: int, length: int, single_quotes: bool) -> Iterat
 _CLOSES = {"{": "}", "[": "]"}
 _SPECIAL = re.compile(r"""[{}\[\]"'\\]""")
 _SPECIAL_DOUBLE = re.compile(r"""[{}\[\]"\\]""")
-
-
-def _limit(text: str, stop: int | None) -> int:
-    return len(text) if stop is None else min(stop, len(text))
 
 
 class Brackets:
