@@ -217,7 +217,7 @@ class _Session:
         if self._owner is not None:
             try:
                 await asyncio.wait_for(self._owner, 10)
-            except (TimeoutError, Exception):
+            except Exception:  # it did not end in time, or ended badly: stop it
                 self._owner.cancel()
 
 

@@ -112,9 +112,10 @@ def grant_extras(extras: Iterable[str]) -> None:
     this process: the command line grants ``mcp`` to ``serve``, the one command that needs
     it, before the host is resolved. After that it is an error."""
     global _EXTRAS  # noqa: PLW0603 - set once, before the host is resolved
-    if _HOST is not None:
+    wanted = frozenset(extras)
+    if _HOST is not None and wanted != _EXTRAS:
         raise RuntimeError("the host is resolved already: grant extras before the first use")
-    _EXTRAS = frozenset(extras)
+    _EXTRAS = wanted
 
 
 _BOOTSTRAP: frozenset[str] | None = None
