@@ -103,8 +103,7 @@ class HostInstall(NamedTuple):
 
 _HOST: HostInstall | None = None
 _EXTRAS: frozenset[str] = frozenset()
-"""The host's extras whose requirements count as the host's in this process (see
-:func:`grant_extras`)."""
+"""The host's extras whose requirements count as the host's (:func:`grant_extras`)."""
 
 
 def grant_extras(extras: Iterable[str]) -> None:
@@ -112,10 +111,9 @@ def grant_extras(extras: Iterable[str]) -> None:
     this process: the command line grants ``mcp`` to ``serve``, the one command that needs
     it, before the host is resolved. After that it is an error."""
     global _EXTRAS  # noqa: PLW0603 - set once, before the host is resolved
-    wanted = frozenset(extras)
-    if _HOST is not None and wanted != _EXTRAS:
+    if _HOST is not None and frozenset(extras) != _EXTRAS:
         raise RuntimeError("the host is resolved already: grant extras before the first use")
-    _EXTRAS = wanted
+    _EXTRAS = frozenset(extras)
 
 
 _BOOTSTRAP: frozenset[str] | None = None
