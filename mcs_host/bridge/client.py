@@ -5,14 +5,19 @@ HTTP URL) from an event loop of the driver's own, in a thread, so the driver ser
 sync path (``execute_tool`` waits for the answer) and the async one (``aexecute_tool``
 awaits it without blocking the caller's loop; cancelling the caller cancels the request).
 A call is bounded by ``call_timeout``; a result the server marks ``isError``, a timeout and a
-server that dies mid-call each fail that call with a :class:`ToolError`, and the next call
-connects again (at most ``restarts`` times in a row before the driver says it is broken).
+server that dies mid-call each fail that call with a :class:`ToolError`. A connection that
+timed out or failed is closed at once (a stdio server's process is ended, its whole process
+group killed if it does not exit), and the next call connects again: at most ``restarts``
+times in a row, then the driver says it is broken. :meth:`MCPToolDriver.close` (also run at
+interpreter exit) disconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,6 +25,8 @@ from typing import Any
 
 from mcs_host.contract import DriverMeta, Tool, ToolParameter
 from mcs_host.interfaces import MCSToolDriver, ToolError
+
+from .server import RESULT_KEY
 
 __all__ = ["MCPToolDriver"]
 
@@ -61,6 +68,7 @@ class MCPToolDriver(MCSToolDriver):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._session: _Session | None = None
+        self._closings: set[asyncio.Task[None]] = set()
         self._failures = 0
 
     # -- MCSToolDriver ---------------------------------------------------------------------------
@@ -87,8 +95,10 @@ class MCPToolDriver(MCSToolDriver):
             self._session = self._loop = None
         if loop is None:
             return
-        if session is not None:
-            asyncio.run_coroutine_threadsafe(session.close(), loop).result(self.connect_timeout)
+        atexit.unregister(self.close)
+        closed = asyncio.run_coroutine_threadsafe(self._close_all(session), loop)
+        with contextlib.suppress(Exception):
+            closed.result(self.connect_timeout * 2)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(self.connect_timeout)
@@ -110,53 +120,104 @@ class MCPToolDriver(MCSToolDriver):
             async with asyncio.timeout(self.call_timeout):
                 result = await session.call(tool_name, arguments, self.call_timeout)
         except TimeoutError:
-            session.broken = True  # the server may still be at it: start again next time
+            self._drop(session)  # the server may still be at it: end it, start again next time
             raise ToolError(
-                f"the MCP server {self._where!r} did not answer {tool_name!r} within "
-                f"{self.call_timeout:g} s"
+                f"{self._describe()} did not answer {tool_name!r} within "
+                f"{self.call_timeout:g} s{self._ended(session)}"
             ) from None
-        except (asyncio.CancelledError, ToolError):
+        except asyncio.CancelledError:
+            if self._end_on_cancel:
+                self._drop(session)
+            raise
+        except ToolError:
             raise
         except Exception as exc:
-            session.broken = True
-            raise ToolError(
-                f"the MCP server {self._where!r} failed during {tool_name!r}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from None
+            cause = self._why(session, _summary(exc))
+            self._drop(session)
+            raise ToolError(f"{self._describe()} failed during {tool_name!r}: {cause}") from None
         self._failures = 0
         return _result(tool_name, result)
+
+    _end_on_cancel = False
+    """Whether a cancelled call ends the connection (a process that cannot stop a call
+    itself is ended instead)."""
+
+    def _describe(self) -> str:
+        """The server, as messages name it."""
+        return f"the MCP server {self._where!r}"
+
+    def _why(self, session: _Session, cause: str) -> str:
+        """Why ``session`` failed, as a message says it."""
+        return cause
+
+    def _ended(self, session: _Session) -> str:
+        """What a message adds about the end of ``session``'s server."""
+        return ""
+
+    def _drop(self, session: _Session) -> None:
+        """Mark ``session`` broken and close it in the background (on the driver's loop)."""
+        if session.broken and session.closing:
+            return
+        session.broken = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._close_later, session)
+
+    def _close_later(self, session: _Session) -> None:
+        """Close ``session`` in a task of the driver's loop, which :meth:`close` waits for."""
+        task = asyncio.get_running_loop().create_task(session.close())
+        self._closings.add(task)
+        task.add_done_callback(self._closings.discard)
+
+    async def _close_all(self, session: _Session | None) -> None:
+        """Close ``session`` and wait for the connections being closed already."""
+        if session is not None:
+            await session.close()
+        if self._closings:
+            await asyncio.wait(set(self._closings), timeout=self.connect_timeout)
 
     def _connected(self) -> _Session:
         with self._lock:
             if self._session is not None and not self._session.broken:
                 return self._session
+            if self._session is not None:  # broken: it counts as a failure once
+                self._failures += 1
+                self._drop(self._session)
+                self._session = None
             if self._failures > self.restarts:
                 raise ToolError(
-                    f"the MCP server {self._where!r} failed {self._failures} times in a row; "
-                    "it is not started again (mount it again to retry)"
+                    f"{self._describe()} failed {self._failures} times in a row; it is not "
+                    f"started again (mount it again to retry){self._last}"
                 )
-            if self._session is not None:
-                self._failures += 1
-                assert self._loop is not None
-                stale = self._session
-                asyncio.run_coroutine_threadsafe(stale.close(), self._loop)
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(
                     target=self._loop.run_forever, name=f"mcp {self._where}", daemon=True
                 )
                 self._thread.start()
-            session = _Session(self._target())
+                atexit.register(self.close)
+            session = _Session(self._target(), self._errlog())
             opened = asyncio.run_coroutine_threadsafe(session.open(), self._loop)
             try:
                 opened.result(self.connect_timeout)
             except Exception as exc:
                 self._failures += 1
-                raise ToolError(
-                    f"cannot connect to the MCP server {self._where!r}: {type(exc).__name__}: {exc}"
-                ) from None
+                opened.cancel()
+                cause = self._why(session, _summary(exc))
+                self._drop(session)
+                self._last = f"; the last time: {cause}"
+                raise ToolError(f"{self._cannot} {self._describe()}: {cause}") from None
             self._session = session
             return session
+
+    _cannot = "cannot connect to"
+    """How a failed connection's message begins."""
+    _last = ""
+    """The last failure to connect, as the broken driver's message repeats it."""
+
+    def _errlog(self) -> Any:
+        """Where a stdio server's stderr goes (default: this process's stderr)."""
+        return None
 
     def _target(self) -> Any:
         if isinstance(self.server, str):
@@ -171,13 +232,28 @@ class _Session:
     """One connection: its owner task enters the SDK's client and leaves it, as anyio wants
     (the same task); calls run as other tasks on the same loop."""
 
-    __slots__ = ("_closing", "_owner", "_ready", "broken", "client", "target", "tools")
+    __slots__ = (
+        "_closing",
+        "_owner",
+        "_ready",
+        "broken",
+        "client",
+        "closing",
+        "errlog",
+        "instructions",
+        "target",
+        "tools",
+    )
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, errlog: Any = None) -> None:
         self.target = target
+        self.errlog = errlog
+        """The file a stdio server's stderr goes to, when it is kept."""
         self.client: Any = None
         self.tools: list[Any] = []
+        self.instructions: str | None = None
         self.broken = False
+        self.closing = False
         self._closing: asyncio.Event | None = None
         self._ready: asyncio.Future[None] | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -193,9 +269,15 @@ class _Session:
 
         assert self._ready is not None
         assert self._closing is not None
+        target = self.target
+        if self.errlog is not None:
+            from mcp.client.stdio import stdio_client  # noqa: PLC0415 - the mcp extra
+
+            target = stdio_client(target, errlog=self.errlog)
         try:
-            async with Client(self.target) as client:
+            async with Client(target) as client:
                 self.client = client
+                self.instructions = client.instructions
                 self.tools = list((await client.list_tools()).tools)
                 self._ready.set_result(None)
                 await self._closing.wait()
@@ -212,13 +294,27 @@ class _Session:
         return await self.client.call_tool(name, arguments, read_timeout_seconds=timeout)
 
     async def close(self) -> None:
+        """End the connection: the SDK closes a stdio server's stdin, then ends its process
+        group if it has not exited within a few seconds."""
+        self.closing = True
         if self._closing is not None:
             self._closing.set()
         if self._owner is not None:
             try:
-                await asyncio.wait_for(self._owner, 10)
+                await asyncio.wait_for(asyncio.shield(self._owner), 10)
             except Exception:  # it did not end in time, or ended badly: stop it
                 self._owner.cancel()
+        if self.errlog is not None:
+            self.errlog.close()
+
+
+def _summary(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, or of the first error inside an exception group (the
+    SDK's task groups wrap what went wrong)."""
+    depth = 0
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions and depth < 8:
+        exc, depth = exc.exceptions[0], depth + 1
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _tool(tool: Any) -> Tool:
@@ -265,10 +361,14 @@ def _result(tool_name: str, result: Any) -> Any:
     some, else the text; a result the server marks as an error raises."""
     texts = [getattr(block, "text", None) for block in result.content]
     text = "\n".join(t for t in texts if isinstance(t, str))
-    if result.is_error:
+    if result.is_error:  # an mcs-host server says "<tool> failed: ...", as the caller will
+        text = text.removeprefix(f"{tool_name} failed: ")
         raise ToolError(text or f"the MCP server reported an error for {tool_name!r}")
-    if result.structured_content is not None:
-        return result.structured_content
+    structured = result.structured_content
+    if structured is not None:
+        if (result.meta or {}).get(RESULT_KEY) == "wrapped" and isinstance(structured, dict):
+            return structured.get("result")  # an mcs-host server's number, list...
+        return structured
     if all(isinstance(t, str) for t in texts):
         return text
     return [

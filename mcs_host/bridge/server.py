@@ -7,11 +7,13 @@ fails, arguments that do not validate and a refused consent become a tool result
 points descriptor 1 at stderr while serving, so what a driver prints never reaches the wire.
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
 travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
-the stack's system message.
+the stack's system message. A result that is a JSON object is the structured content; any
+other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_meta``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +26,14 @@ if TYPE_CHECKING:
     from mcs_host.loading.records import LoadRecord
     from mcs_host.orchestration.orchestrator import Orchestrator
 
-__all__ = ["META_KEY", "mcp_server"]
+__all__ = ["META_KEY", "RESULT_KEY", "mcp_server"]
 
 META_KEY = "io.mcs-host/driver"
 """The key of a tool's ``_meta`` entry that says which driver it comes from and how that
 driver was verified."""
+RESULT_KEY = "io.mcs-host/result"
+"""The key of a call result's ``_meta`` entry; ``"wrapped"``: the tool's result (a number, a
+list, a boolean or null) is the ``result`` of the structured content."""
 
 
 def mcp_server(
@@ -70,9 +75,18 @@ def mcp_server(
             detail = response.call_detail or "the call failed"
             return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
         result = response.tool_call_result
+        text = result_text(result)
+        if isinstance(result, Mapping):
+            return types.CallToolResult(
+                content=[types.TextContent(text=text)], structured_content=result
+            )
+        if isinstance(result, str) or not _is_json(result):
+            return types.CallToolResult(content=[types.TextContent(text=text)])
+        # a number, list, true or null: structured content is an object, so it is wrapped
         return types.CallToolResult(
-            content=[types.TextContent(text=result_text(result))],
-            structured_content=result if isinstance(result, Mapping) else None,
+            content=[types.TextContent(text=text)],
+            structured_content={"result": result},
+            _meta={RESULT_KEY: "wrapped"},
         )
 
     return Server(
@@ -84,6 +98,15 @@ def mcp_server(
     )
 
 
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is a JSON value as it is."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
 def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
     """One call as the orchestrator's consent seam takes it."""
     from mcs_host.orchestration.calls import Detection, ToolCall  # noqa: PLC0415
@@ -92,10 +115,14 @@ def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
 
 
 def _facts(record: LoadRecord) -> dict[str, Any]:
-    """What a client may want to know about the driver behind a tool."""
-    return {
+    """What a client may want to know about the driver behind a tool (its healthcheck
+    result when the load ran one, as JSON values)."""
+    facts: dict[str, Any] = {
         "distribution": record.distribution,
         "version": record.version,
         "verification": record.verification,
         "trust": record.trust,
     }
+    if record.health is not None:
+        facts["health"] = json.loads(json.dumps(dict(record.health), default=str))
+    return facts

@@ -564,14 +564,17 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         outcome: Any = None
         text = ""
         streams = sys.stdout, sys.stderr
+        limit = self._limit(route.driver)
         try:
             outcome = call_bounded(
-                _resolved, self.call_timeout, call.name, route.driver.execute_tool,
+                _resolved, limit, call.name, route.driver.execute_tool,
                 route.tool.name, dict(call.arguments),
             )  # fmt: skip
             text = result_text(outcome)  # a result JSON cannot carry fails the call too
         except KeyboardInterrupt:
             raise  # in this thread it may be the user's Ctrl-C: it is theirs to handle
+        except Hung:
+            error = Hung(f"{call.name} did not finish within {limit:g} s")
         except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
             error = exc
         return self._ran(call, outcome, text, error, streams)
@@ -586,6 +589,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         streams = sys.stdout, sys.stderr
         arguments = dict(call.arguments)
         deadline: asyncio.Timeout | None = None
+        limit = self._limit(route.driver)
         try:
             own = _async_execute(route.driver)
             if own is not None:
@@ -594,15 +598,26 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 work = _awaited(
                     asyncio.to_thread(route.driver.execute_tool, route.tool.name, arguments)
                 )
-            async with asyncio.timeout(self.call_timeout) as deadline:
+            async with asyncio.timeout(limit) as deadline:
                 outcome = await work
             text = result_text(outcome)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise  # the client's task was cancelled: that is the client's, not the tool's
         except BaseException as exc:
             # the deadline passing, or what the tool raised (its own TimeoutError too)
-            error = Hung(call.name) if deadline is not None and deadline.expired() else exc
+            expired = deadline is not None and deadline.expired()
+            error = Hung(f"{call.name} did not finish within {limit:g} s") if expired else exc
         return self._ran(call, outcome, text, error, streams)
+
+    def _limit(self, driver: object) -> float | None:
+        """How long a call to ``driver`` may take: ``call_timeout``, or a second more than
+        the driver's own ``call_timeout`` when that is longer (a driver that bounds its own
+        calls, as an MCP server's does, then says itself what went wrong)."""
+        own = getattr(driver, "call_timeout", None)
+        limit = self.call_timeout
+        if limit is None or isinstance(own, bool) or not isinstance(own, int | float):
+            return limit
+        return max(limit, own + 1.0) if own > 0 else limit
 
     def _ran(
         self,
@@ -632,7 +647,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
     def _failed(self, call: ToolCall, error: BaseException) -> str:
         if isinstance(error, Hung):
-            return f"{call.name} did not finish within {self.call_timeout:g} s"
+            return str(error)
         if isinstance(error, SystemExit):
             return f"{call.name} failed: it called sys.exit({error.code!r})"
         kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
