@@ -204,9 +204,13 @@ from .orchestration.runner import (
 from .bridge.client import (
     MCPToolDriver as MCPToolDriver,
 )
+from .bridge.isolation import (
+    IsolatedDriver as IsolatedDriver,
+)
 from .bridge.server import (
     mcp_server as mcp_server,
     META_KEY as META_KEY,
+    RESULT_KEY as RESULT_KEY,
 )
 
 # Loading: configuration, compatibility, host plugins, the load pipeline and its records
@@ -217,6 +221,7 @@ from .loading.config import (
     HostConfig as HostConfig,
     load_config as load_config,
     override_config as override_config,
+    ProcessLimits as ProcessLimits,
     PROJECT_FILES as PROJECT_FILES,
     revoke_directory as revoke_directory,
     TrustSettings as TrustSettings,

@@ -31,7 +31,7 @@ def synopsis(name: str, command: Any) -> str:
     say."""
     parts = [f"mcs-host {name}"]
     for param in command.params:
-        if param.name == "help":
+        if param.name == "help" or getattr(param, "hidden", False):
             continue
         if param.param_type_name == "argument":
             metavar = param.metavar or param.name.upper()

@@ -152,6 +152,8 @@ class Mount(TypedDict):
     warnings: list[str]
     traceback: str | None
     health: dict[str, Any] | None
+    isolation: Literal["process"] | None
+    """``process``: it runs in a child process of its own, served over MCP."""
 
 
 class MountedTool(TypedDict):

@@ -23,6 +23,7 @@ from .options import (
     AllowUnverifiedOption,
     ConfigOption,
     HealthcheckOption,
+    IsolateOption,
     JsonOption,
     LabelsArgument,
     RegistryKeyOption,
@@ -174,6 +175,7 @@ def load_command(
     healthcheck: HealthcheckOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    isolate: IsolateOption = None,
     prompt: Annotated[
         bool, typer.Option("--prompt", help="Also print the system prompt of the loaded stack.")
     ] = False,
@@ -197,6 +199,7 @@ def load_command(
         healthcheck=healthcheck,
         sets=sets,
         path=path,
+        isolate=isolate,
     )
     loaded, report = _load(settings, labels or (), path, show=not as_json)
     if as_json:
@@ -258,6 +261,7 @@ def call_command(
     strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    isolate: IsolateOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and send it one tool call; print the DriverResponse.
@@ -280,6 +284,7 @@ def call_command(
         strict=strict,
         sets=sets,
         path=path,
+        isolate=isolate,
     )
     _answer("call", settings, path, {"tool": tool, "arguments": arguments}, as_json)
 
@@ -299,6 +304,7 @@ def run_command(
     strict: StrictOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    isolate: IsolateOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and pass it an LLM's output (text, or a provider's JSON message with
@@ -326,6 +332,7 @@ def run_command(
         strict=strict,
         sets=sets,
         path=path,
+        isolate=isolate,
     )
     _answer("run", settings, path, output, as_json)
 

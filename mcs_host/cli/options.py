@@ -119,6 +119,14 @@ StrictOption = Annotated[
 ]
 
 
+IsolateOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--isolate/--no-isolate",
+        help="Run every installed driver in a child process of its own (needs the mcp extra).",
+        show_default=False,
+    ),
+]
 HealthcheckOption = Annotated[
     bool | None,
     typer.Option(
@@ -151,6 +159,7 @@ def config_from_options(
     healthcheck: bool | None = None,
     sets: Sequence[str] | None = None,
     path: Sequence[Path] | None = None,
+    isolate: bool | None = None,
 ) -> HostConfig:
     """The host configuration: file and environment, then the command line's options, each
     checked before anything is loaded (a bad one ends here with exit 2)."""
@@ -181,6 +190,7 @@ def config_from_options(
             trust=trust,
             strict=strict,
             healthcheck=healthcheck,
+            isolation=None if isolate is None else ("process" if isolate else "none"),
         )
         for note in loaded.notes:
             typer.echo(f"note: {note}", err=True)

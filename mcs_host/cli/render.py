@@ -156,6 +156,7 @@ def report_json(
             "warnings": list(r.warnings),
             "traceback": r.traceback,
             "health": dict(r.health) if r.health is not None else None,
+            "isolation": r.isolation,
         }
 
     tools: list[MountedTool] = []
@@ -210,6 +211,8 @@ def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False)
     for r in (*report.records, *report.plugins):
         if r.status != "mounted":
             lines.append(f"{r.label}: {r.reason}: {r.message}")
+        elif r.isolation == "process":
+            lines.append(f"{r.label}: isolated: runs in a process of its own")
         lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
     tools = loaded.driver.list_tools() if loaded is not None else []
     if loaded is not None and tools:

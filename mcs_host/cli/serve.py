@@ -17,6 +17,7 @@ from .options import (
     AllowUnverifiedOption,
     ConfigOption,
     HealthcheckOption,
+    IsolateOption,
     LabelsArgument,
     RegistryKeyOption,
     RegistryOption,
@@ -31,8 +32,11 @@ from .options import (
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
+    from mcs_host.loading.config import HostConfig, ProcessLimits
+
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
+_PR_SET_PDEATHSIG = 1
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
 
 
@@ -61,10 +65,20 @@ def serve_command(
     healthcheck: HealthcheckOption = None,
     sets: SetOption = None,
     path: SearchPathOption = None,
+    isolate: IsolateOption = None,
     model: Annotated[
         str | None,
         typer.Option("--model", help="The model the instructions are written for.", metavar="NAME"),
     ] = None,
+    isolated: Annotated[
+        bool,
+        typer.Option(
+            "--isolated",
+            hidden=True,
+            help="Serve one driver for a parent host that isolates it; the configuration "
+            "comes from the parent.",
+        ),
+    ] = False,
 ) -> None:
     """Verify and load the drivers as load does, then serve their tools to MCP clients:
     over stdio (the default, for a client that starts this command) or streamable HTTP.
@@ -76,18 +90,22 @@ def serve_command(
     except ImportError:
         fail(_EXTRA)
     address = _address(http) if http is not None else None
-    settings = config_from_options(
-        config,
-        registry,
-        registry_key,
-        threshold,
-        allow_unverified,
-        allow_extensions,
-        strict=strict,
-        healthcheck=healthcheck,
-        sets=sets,
-        path=path,
-    )
+    if isolated:
+        settings = _isolated_config(labels or ())
+    else:
+        settings = config_from_options(
+            config,
+            registry,
+            registry_key,
+            threshold,
+            allow_unverified,
+            allow_extensions,
+            strict=strict,
+            healthcheck=healthcheck,
+            sets=sets,
+            path=path,
+            isolate=isolate,
+        )
     from mcs_host.bridge.server import mcp_server
 
     from .drivers import loaded_or_exit
@@ -95,10 +113,71 @@ def serve_command(
     with _stdout_to_stderr():  # what a driver prints while it loads must not reach the wire
         loaded = loaded_or_exit(settings, path, labels or ())
     server = mcp_server(loaded.driver, loaded.report.records, model=model)
+    if isolated:
+        from mcs_host.bridge.isolation import SERVING
+
+        sys.stderr.write(SERVING)
+        sys.stderr.flush()
     if address is None:
         _serve_stdio(server)
     else:
         _serve_http(server, *address)
+
+
+def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
+    """The configuration a parent host wrote for this child (one mount), with the mount's
+    resource limits applied to this process before anything of the driver runs."""
+    from mcs_host.bridge.isolation import CONFIG_VARIABLE
+    from mcs_host.loading.config import HostConfig
+
+    raw = os.environ.pop(CONFIG_VARIABLE, None)  # the driver does not see it
+    if raw is None:
+        fail(f"--isolated: {CONFIG_VARIABLE} is not set; only a host starts an isolated driver")
+    try:
+        settings = HostConfig.model_validate_json(raw)
+    except ValueError as exc:
+        fail(f"--isolated: {CONFIG_VARIABLE} is not a host configuration: {exc}")
+    if len(labels) != 1 or labels[0] not in settings.drivers:
+        fail("--isolated: give the one label the configuration mounts")
+    _end_with_parent()
+    _limit(settings.drivers[labels[0]].limits)
+    return settings
+
+
+def _end_with_parent() -> None:
+    """On Linux, ask for SIGTERM when the parent dies, so a child whose driver hangs is not
+    left behind by a parent that was killed (elsewhere stdin's end is the only sign)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the parent is gone already
+        raise SystemExit(0)
+
+
+def _limit(limits: ProcessLimits) -> None:
+    """Lower this process's resource limits as ``limits`` says (POSIX)."""
+    wanted = {
+        "RLIMIT_AS": limits.memory_mb * 1024 * 1024 if limits.memory_mb else None,
+        "RLIMIT_CPU": limits.cpu_seconds,
+        "RLIMIT_NOFILE": limits.open_files,
+    }
+    if not any(wanted.values()):
+        return
+    try:
+        import resource
+    except ImportError:
+        fail("resource limits are set, but this platform has none (they need POSIX)")
+    for name, value in wanted.items():
+        if value is None:
+            continue
+        kind = getattr(resource, name)
+        _, hard = resource.getrlimit(kind)
+        limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (limit, limit))
 
 
 def _address(value: str) -> tuple[str, int]:
@@ -139,13 +218,22 @@ def _serve_stdio(server: Server[Any]) -> None:
     def stop(number: int, frame: object) -> None:
         # unwind as Ctrl-C does; the thread that reads stdin cannot be interrupted, so the
         # process ends after a grace period even if it is still blocked there
-        threading.Timer(_GRACE, os._exit, (0,)).start()
+        _exit_after_grace()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     with suppress(KeyboardInterrupt):
         anyio.run(serve)
+    # a driver's call that never returns holds a worker thread the interpreter would wait for
+    _exit_after_grace()
+
+
+def _exit_after_grace() -> None:
+    """End the process after the grace period if the interpreter has not ended it by then."""
+    timer = threading.Timer(_GRACE, os._exit, (0,))
+    timer.daemon = True
+    timer.start()
 
 
 def _serve_http(server: Server[Any], host: str, port: int) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "ConfigError",
     "DriverSettings",
     "HostConfig",
+    "ProcessLimits",
     "TrustSettings",
     "approve_directory",
     "load_config",
@@ -88,6 +89,26 @@ class TrustSettings(_Strict):
     )
 
 
+class ProcessLimits(_Strict):
+    """Resource limits of an isolated driver's process (POSIX ``setrlimit``)."""
+
+    memory_mb: int | None = Field(
+        default=None,
+        gt=0,
+        description="Address space in MiB (RLIMIT_AS); an allocation past it raises "
+        "MemoryError in the driver.",
+    )
+    cpu_seconds: int | None = Field(
+        default=None,
+        gt=0,
+        description="CPU seconds for the process's life (RLIMIT_CPU); past them it is ended "
+        "and the next call starts another.",
+    )
+    open_files: int | None = Field(
+        default=None, gt=0, description="Open file descriptors (RLIMIT_NOFILE)."
+    )
+
+
 class DriverSettings(_Strict):
     """How one mount is made: ``[drivers.<label>]``."""
 
@@ -111,6 +132,20 @@ class DriverSettings(_Strict):
     )
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds its constructor, list_tools and healthcheck get."
+    )
+    isolation: Literal["none", "process"] | None = Field(
+        default=None,
+        description='"process": run it in a child process of its own, served over MCP; '
+        "\"none\": in the host's process; unset: the host's isolation setting.",
+    )
+    limits: ProcessLimits = Field(
+        default_factory=ProcessLimits, description="Resource limits when it runs isolated."
+    )
+    restarts: int = Field(
+        default=3,
+        ge=0,
+        description="Times in a row an isolated driver's process is started again after it "
+        "failed, before the driver answers every call as failed.",
     )
 
 
@@ -164,6 +199,11 @@ class HostConfig(_Strict):
         default=None,
         description="A prompts file overriding the default prompt texts; relative to the "
         "config file.",
+    )
+    isolation: Literal["none", "process"] = Field(
+        default="none",
+        description='"process": every installed driver runs in a child process of its own '
+        "(a driver's own setting, or its registry entry, may say otherwise).",
     )
     namespace: Literal["on-collision", "always"] = Field(
         default="on-collision",

@@ -11,7 +11,6 @@ required driver that does not mount. Drivers not asked for are never verified no
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,13 +19,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mcs_host.bridge.isolation import IsolatedDriver
 from mcs_host.contract import Tool
 from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
 from mcs_host.orchestration.orchestrator import Orchestrator
 from mcs_host.trust import _origins
 from mcs_host.trust.verification import Verification
 
-from . import stages
+from . import isolating, stages
 from .config import DriverSettings, HostConfig, load_config, override_config
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
@@ -134,7 +134,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     timings: dict[str, float] = {}
     with _timed(timings, "registries"):
         index, registry_errors, _ = config.trust_index()
-    ctx = stages.context(config, index, plugin_manager(), host.search_path or sys.path)
+    ctx = stages.context(config, index, plugin_manager(), host.search_path)
     with _timed(timings, "plugins"):
         plugins = load_plugins(ctx, host._plugins, host.search_path)
     with _timed(timings, "discover"):
@@ -150,6 +150,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         prompts=config.prompts,
         text_formats=formats,
     )
+    owned: list[IsolatedDriver] = []
     for done, plan in enumerate(plans):
         if progress is not None:
             progress(done, len(plans), f"loading {plan.label}")
@@ -159,6 +160,11 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
                 orchestrator.mount(plan.label, driver, tools)
             except (ValueError, TypeError) as exc:
                 record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
+        if isinstance(driver, IsolatedDriver):
+            if record.status == "mounted":
+                owned.append(driver)
+            else:
+                driver.close()
         records.append(record)
     errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
     if config.strict:
@@ -178,8 +184,10 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     )
     report_loaded(ctx.manager, report)
     if report.errors:
+        for driver in owned:
+            driver.close()
         raise LoadError(report)
-    return Loaded(orchestrator, report)
+    return Loaded(orchestrator, report, tuple(owned))
 
 
 def _mount(
@@ -259,6 +267,7 @@ def _mount(
         timings=timings,
         warnings=tuple(dict.fromkeys(notes)),
         health=health,
+        isolation="process" if isinstance(driver, IsolatedDriver) else None,
     )
     return mounted, driver, tools
 
@@ -284,6 +293,8 @@ def _obtain(
             stages.check_compatibility(ctx, plan.label, candidate)
         with _timed(timings, "dependencies"):
             notes += stages.admit_dependencies(ctx, candidate, verification)
+        if isolating.isolated(ctx, plan, verification):
+            return isolating.isolate(ctx, plan, verification), verification
         with _timed(timings, "import"):
             return stages.import_verified(verification), verification
     except Refused as refusal:
@@ -300,8 +311,13 @@ def _activate(
     timings: dict[str, float],
     notes: list[str],
 ) -> tuple[object, tuple[Tool, ...] | None, Any]:
-    """The driver made from ``obj``, checked, started, healthy, and its tools."""
+    """The driver made from ``obj``, checked, started, healthy, and its tools; an isolated
+    driver's child does all but the last itself, when its tools are first listed."""
     timeout = plan.settings.timeout or ctx.config.timeout
+    if isinstance(obj, IsolatedDriver):
+        with _timed(timings, "start"):
+            started = isolating.start_isolated(obj)
+        return obj, started, obj.health
     with _timed(timings, "instantiate"):
         driver = stages.instantiate(obj, plan.settings, timeout)
     with _timed(timings, "check"):

@@ -101,6 +101,8 @@ class LoadRecord:
     traceback: str | None = None
     warnings: tuple[str, ...] = ()
     health: Mapping[str, Any] | None = None
+    isolation: Literal["process"] | None = None
+    """``process``: it runs in a child process of its own, served over MCP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +146,22 @@ class Loaded:
 
     driver: Orchestrator
     report: LoadReport
+    owned: tuple[Any, ...] = ()
+    """The drivers the host started and ends: isolated drivers' processes, MCP servers."""
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.driver, self.report))
+
+    def close(self) -> None:
+        """End what the host started for this load (also done at interpreter exit)."""
+        for driver in self.owned:
+            driver.close()
+
+    def __enter__(self) -> Loaded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, slots=True)

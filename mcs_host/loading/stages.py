@@ -12,6 +12,7 @@ driver's timeout (:func:`bounded`).
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,15 +74,18 @@ class Context:
     scans: dict[str, TreeScan]
     """Tree scans of site directories, shared by every verification of the load (a memo)."""
     gate: VerifiedImporter
+    paths: tuple[str, ...] | None = None
+    """The search path the host was given (``None``: the interpreter's)."""
 
 
 def context(
     config: HostConfig,
     index: TrustIndex,
     manager: pluggy.PluginManager,
-    search: Sequence[str],
+    search: Sequence[str] | None,
 ) -> Context:
-    """The context of one load under ``config`` and the trust ``index`` it built."""
+    """The context of one load under ``config`` and the trust ``index`` it built, searching
+    ``search`` (default: ``sys.path``)."""
     return Context(
         config,
         index,
@@ -90,10 +94,11 @@ def context(
             allow_extensions=config.trust.allow_extensions,
         ),
         config.strict or config.trust.dependencies == "refuse",
-        tuple(search),
+        tuple(search if search is not None else sys.path),
         manager,
         {},
         gate(),
+        tuple(search) if search is not None else None,
     )
 
 
@@ -257,7 +262,7 @@ def list_tools(
         )
     # listed in the worker too: a generator runs its code while it is read
     listed = bounded(lambda: _listed(driver.list_tools()), timeout, "list_tools")  # type: ignore[attr-defined]
-    tools = _valid_tools(listed)
+    tools = valid_tools(listed)
     if not tools:
         raise Refused("failed", "no-tools", _no_tools(driver, meta, timeout, health))
     return tools
@@ -359,7 +364,7 @@ def _listed(value: Any) -> Any:
     return value
 
 
-def _valid_tools(listed: Any) -> tuple[Tool, ...]:
+def valid_tools(listed: Any) -> tuple[Tool, ...]:
     if not isinstance(listed, list):
         raise Refused(
             "failed", "invalid-tools", f"list_tools returned {type(listed).__name__}, not a list"

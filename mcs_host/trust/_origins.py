@@ -108,12 +108,12 @@ _EXTRAS: frozenset[str] = frozenset()
 
 def grant_extras(extras: Iterable[str]) -> None:
     """Count the requirements of the host's ``extras`` (as installed) as the host's own in
-    this process: the command line grants ``mcp`` to ``serve``, the one command that needs
-    it, before the host is resolved. After that it is an error."""
-    global _EXTRAS  # noqa: PLW0603 - set once, before the host is resolved
-    if _HOST is not None and frozenset(extras) != _EXTRAS:
-        raise RuntimeError("the host is resolved already: grant extras before the first use")
-    _EXTRAS = frozenset(extras)
+    this process, from now on: the command line grants ``mcp`` to ``serve``, and a load grants
+    it when it mounts a driver over MCP. Grants only add; the host is resolved again."""
+    global _EXTRAS, _HOST
+    wanted = _EXTRAS | frozenset(extras)
+    if wanted != _EXTRAS:
+        _EXTRAS, _HOST = wanted, None
 
 
 _BOOTSTRAP: frozenset[str] | None = None

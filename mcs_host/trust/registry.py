@@ -184,6 +184,11 @@ class DriverEntry(ReleaseEntry):
         default=(),
         description="Distributions it imports without declaring them (PEP 503 names).",
     )
+    isolation: Literal["process"] | None = Field(
+        default=None,
+        description='"process": hosts run it only in a child process of its own, whatever '
+        "their configuration says.",
+    )
 
     @field_validator("distribution")
     @classmethod

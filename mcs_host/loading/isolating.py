@@ -1,0 +1,99 @@
+"""The isolation stage: a verified driver run by a child host in a process of its own.
+
+:func:`isolated` decides whether a mount is isolated (its registry entry requires it, or its
+settings or the host's say so); :func:`isolate` makes the :class:`IsolatedDriver` in place of
+importing the driver; :func:`start_isolated` starts the child and lists its tools. The child
+gets a configuration with only that mount, the parent's registries and policy, strict, and
+no host plugins: the parent consents and audits each call itself.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from mcs_host.bridge.isolation import IsolatedDriver
+from mcs_host.contract import DriverMeta, Tool
+from mcs_host.interfaces import ToolError
+from mcs_host.trust import _origins
+from mcs_host.trust.registry import default_registry_paths
+from mcs_host.trust.verification import Verification
+
+from .records import Plan, Refused
+from .stages import Context, valid_tools
+
+__all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
+
+
+def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
+    """Whether the mount runs in a process of its own: its registry entry requires it, or its
+    settings (else the host's) say so."""
+    entry = ctx.index.entries.get(verification.driver_id or "")
+    if entry is not None and getattr(entry, "isolation", None) == "process":
+        return True
+    return (plan.settings.isolation or ctx.config.isolation) == "process"
+
+
+def isolate(ctx: Context, plan: Plan, verification: Verification) -> IsolatedDriver:
+    """The verified driver as an :class:`IsolatedDriver`: a child host, with a configuration
+    that mounts only it under the same registries and policy, strictly and without host
+    plugins (the parent consents and audits); started when its tools are listed."""
+    _origins.grant_extras(("mcp",))  # this process now speaks MCP: its SDK is the host's
+    try:
+        import mcp  # noqa: F401, PLC0415 - the mcp extra
+    except ImportError:
+        raise Refused(
+            "failed",
+            "isolation-unavailable",
+            "it is to run isolated, which needs the MCP extra: pip install 'mcs-host[mcp]'",
+        ) from None
+    config = ctx.config
+    registries = config.registries
+    if registries is None:
+        registries = tuple(default_registry_paths())
+    child = config.model_copy(
+        update={
+            "registries": registries,
+            "drivers": {plan.label: plan.settings.model_copy(update={"isolation": "none"})},
+            "autoload": False,
+            "plugins": False,
+            "isolation": "none",
+            "namespace": "on-collision",  # one driver: its tools keep their names
+            "require": {plan.label: config.require.get(plan.label, "")},
+        }
+    )
+    candidate = verification.candidate
+    try:
+        meta = DriverMeta(
+            id=verification.driver_id or f"isolated-{plan.label}",
+            name=plan.label,
+            version=candidate.version,
+        )
+    except ValidationError:
+        meta = DriverMeta(id=f"isolated-{plan.label}", name=plan.label, version="0.0.0")
+    timeout = plan.settings.timeout or config.timeout
+    return IsolatedDriver(
+        plan.label,
+        child.model_dump_json(),
+        meta=meta,
+        search_path=ctx.paths,
+        call_timeout=config.call_timeout or 60.0,
+        connect_timeout=max(timeout, 30.0),
+        restarts=plan.settings.restarts,
+    )
+
+
+def start_isolated(driver: IsolatedDriver) -> tuple[Tool, ...]:
+    """Start the isolated driver's child and list its tools; a child that cannot start, or
+    refuses the driver, fails the mount with what it said."""
+    try:
+        tools = valid_tools(driver.list_tools())
+    except ToolError as exc:
+        driver.close()
+        raise Refused("failed", "isolated-start", str(exc)) from None
+    except Refused:
+        driver.close()
+        raise
+    if not tools:
+        driver.close()
+        raise Refused("failed", "no-tools", "its process serves no tools")
+    return tools

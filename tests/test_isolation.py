@@ -1,0 +1,326 @@
+"""Drivers in a process of their own: a real, pinned driver whose tools crash, exit, hang,
+eat memory and print on stdout, loaded with ``isolation = "process"`` next to the bundled
+drivers. Each misdeed fails only its call; the next call starts a new process, other drivers
+keep answering, restarts are bounded, and when the host ends no child process is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import ROOT, Venv, build_wheel, pip
+from hostrun import driver_project, entry, pin, write_registry
+
+pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
+
+pytestmark = [
+    pytest.mark.venv,
+    pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="orphans are looked for in /proc"),
+]
+
+WILD_ID = "7c1f0000-0000-4000-8000-0000000000e1"
+
+WILD = """\
+import os
+import signal
+import sys
+import time
+
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+
+TOOLS = {
+    "ok": "Answer fine.",
+    "pid": "Answer the process id.",
+    "shout": "Print on stdout, then answer.",
+    "crash": "Die of SIGKILL, as a segfault would end it.",
+    "quit": "Call sys.exit(3).",
+    "hang": "Loop forever.",
+    "hog": "Allocate memory until there is none.",
+}
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [Tool(name=name, description=text) for name, text in TOOLS.items()]
+
+    def execute_tool(self, tool_name, arguments):
+        if tool_name == "pid":
+            return os.getpid()
+        if tool_name == "shout":
+            print("a driver writing on the protocol's stream")
+            sys.stdout.flush()
+            os.write(1, b"and on descriptor 1 itself\\n")
+        if tool_name == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if tool_name == "quit":
+            sys.exit(3)
+        if tool_name == "hang":
+            while True:
+                pass
+        if tool_name == "hog":
+            chunks = []
+            while True:
+                chunks.append(bytearray(64 * 2**20))
+        return "fine"
+"""
+
+PARENT = """\
+import json, sys
+from mcs_host import load_drivers
+
+with load_drivers(sys.argv[1]) as loaded:
+    stack, report = loaded
+    out = {
+        "records": {
+            r.label: [r.status, r.reason, r.message, r.isolation] for r in report.records
+        },
+        "calls": [],
+    }
+    for name, arguments in json.loads(sys.argv[2]):
+        response = stack.process_llm_response({"tool": name, "arguments": arguments})
+        out["calls"].append(
+            [name, response.call_failed, response.call_detail, response.tool_call_result]
+        )
+print(json.dumps(out, default=str))
+"""
+
+
+@pytest.fixture(scope="module")
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """A venv with ``mcs-host[mcp]``, the bundled drivers and the wild driver, one registry
+    pinning them all, and a configuration that isolates the wild driver twice (``wild``,
+    and ``fragile`` with one restart) and the CSV driver."""
+    root = tmp_path_factory.mktemp("isolation")
+    venv = Venv.create(root / "venv")
+    venv.uv_install(
+        "mcs-host[mcp]", "mcs-host-csv", "mcs-host-files", wheelhouse=wheelhouse, cache=uv_cache
+    )
+    wild = driver_project(
+        "wild-driver",
+        root / "marker.txt",
+        WILD_ID,
+        label="wild",
+        files={"wild_driver/__init__.py": WILD},
+    )
+    wheel = build_wheel(wild.write(root / "src"), root / "wheels")
+    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    bundled = json.loads((ROOT / "registry.json").read_text())
+    drivers = {
+        **bundled["drivers"],
+        WILD_ID: entry("wild-driver", "wild", "wild_driver:Driver", releases={"1.0.0": pin(wheel)}),
+    }
+    registry = write_registry(root / "registry.json", drivers, libraries=bundled["libraries"])
+    data = root / "data"
+    data.mkdir()
+    (data / "sales.csv").write_text("month,units\nJan,61\nFeb,90\n")
+    config = root / "mcs-host.toml"
+    config.write_text(
+        f'registries = ["{registry}"]\n'
+        'namespace = "always"\n'
+        "call_timeout = 5\n\n"
+        "[drivers.wild]\n"
+        'isolation = "process"\n'
+        "limits = { memory_mb = 1024, open_files = 256 }\n\n"
+        "[drivers.fragile]\n"
+        'driver = "wild"\n'
+        'isolation = "process"\n'
+        "restarts = 1\n\n"
+        f'[drivers.csv]\nisolation = "process"\nsettings = {{ root = "{data}" }}\n\n'
+        f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
+    )
+    return {"venv": venv, "registry": registry, "config": config, "root": root}
+
+
+def children(venv: Venv) -> list[tuple[int, str]]:
+    """The isolated children of this venv's interpreter still alive: (pid, command line)."""
+    found = []
+    for entry_ in os.scandir("/proc"):
+        if not entry_.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry_.name}/cmdline", "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in argv if a]
+        if "--isolated" in words and any(w.startswith(str(venv.path)) for w in words):
+            found.append((int(entry_.name), " ".join(words)))
+    return found
+
+
+def run_parent(scene: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    venv: Venv = scene["venv"]
+    script = scene["root"] / "parent.py"
+    script.write_text(PARENT)
+    done = venv.run(
+        venv.python,
+        script,
+        scene["config"],
+        json.dumps(calls),
+        env={"HOME": str(scene["root"])},
+    )
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
+    scene: dict[str, Any],
+) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("wild__pid", {}),
+        ("wild__shout", {}),
+        ("wild__crash", {}),
+        ("wild__pid", {}),
+        ("csv__read_csv_head", {"file": "sales.csv"}),
+        ("wild__quit", {}),
+        ("wild__ok", {}),
+        ("wild__hang", {}),
+        ("wild__pid", {}),
+        ("files__list_directory", {"path": "."}),
+        ("wild__hog", {}),
+        ("wild__ok", {}),
+    ]
+    out = run_parent(scene, calls)
+    records = out["records"]
+    for label in ("wild", "fragile", "csv"):
+        assert records[label][0] == "mounted", records[label]
+        assert records[label][3] == "process"
+    assert records["files"][0] == "mounted"
+    assert records["files"][3] is None  # in the host's own process
+    results = [(name, failed, detail, result) for name, failed, detail, result in out["calls"]]
+
+    first_pid = results[0][3]
+    assert isinstance(first_pid, int)
+    assert first_pid != os.getpid()
+    assert (results[1][1], results[1][3]) == (False, "fine")  # its prints did no harm
+
+    name, failed, detail, _ = results[2]  # SIGKILL mid-call
+    assert failed
+    assert "the isolated driver 'wild' failed during 'crash': its process ended" in detail
+    second_pid = results[3][3]
+    assert isinstance(second_pid, int)
+    assert second_pid != first_pid  # started again
+    assert not results[4][1]  # another isolated driver went on
+    assert results[4][3]["columns"] == ["month", "units"]
+
+    assert results[5][1]
+    assert "it called sys.exit(3)" in results[5][2]
+    assert results[6][3] == "fine"
+
+    name, failed, detail, _ = results[7]  # a call that never returns
+    assert failed
+    assert "within 5 s" in detail
+    third_pid = results[8][3]
+    assert isinstance(third_pid, int)
+    assert third_pid != second_pid
+    assert not results[9][1]  # the in-process driver too
+
+    assert results[10][1]  # past its memory limit
+    assert "MemoryError" in results[10][2]
+    assert results[11][3] == "fine"
+
+    assert children(scene["venv"]) == []  # nothing left once the host closed them
+
+
+def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, Any]) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("fragile__crash", {}),
+        ("fragile__crash", {}),
+        ("fragile__ok", {}),
+        ("wild__ok", {}),
+    ]
+    out = run_parent(scene, calls)
+    first, second, third, other = out["calls"]
+    assert first[1] and second[1]
+    assert third[1]
+    assert "the isolated driver 'fragile' failed 2 times in a row" in third[2]
+    assert "it is not started again" in third[2]
+    assert other[3] == "fine"  # the same driver, mounted again, is unaffected
+    assert children(scene["venv"]) == []
+
+
+def test_a_killed_host_leaves_no_child_behind(scene: dict[str, Any]) -> None:
+    # the host is SIGKILLed while its isolated driver is stuck in a call: the child hears
+    # of its parent's death (Linux) or of stdin's end, and ends within the grace period
+    venv: Venv = scene["venv"]
+    script = scene["root"] / "killed.py"
+    script.write_text(
+        "import sys\n"
+        "from mcs_host import load_drivers\n"
+        "stack, report = load_drivers(sys.argv[1], ['wild'])\n"
+        "print('loaded', flush=True)\n"
+        "stack.process_llm_response({'tool': 'wild__hang', 'arguments': {}})\n"
+    )
+    env = {
+        "PATH": f"{venv.bin}:/usr/bin:/bin",
+        "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
+        "HOME": str(scene["root"]),
+    }
+    process = subprocess.Popen(
+        [str(venv.python), str(script), str(scene["config"])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=venv.path,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "loaded"
+    time.sleep(1)  # the call is under way
+    assert children(venv)
+    process.kill()
+    process.wait(30)
+    process.stdout.close()
+    deadline = time.monotonic() + 15
+    while children(venv) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert children(venv) == []
+
+
+def test_the_command_line_isolates_with_isolate(scene: dict[str, Any]) -> None:
+    venv: Venv = scene["venv"]
+    env = {"HOME": str(scene["root"])}
+    arguments = json.dumps({"file": "sales.csv", "column": "units"})
+    config = scene["config"]
+    done = venv.run(
+        "mcs-host", "call", "csv__summarize_column", "--args", arguments, "--config", config,
+        "--isolate", "--json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout)
+    mounts = {m["label"]: m for m in document["load"]["drivers"]}
+    assert mounts["files"]["isolation"] == "process"  # --isolate: every installed driver
+    assert document["response"]["tool_call_result"]["sum"] == 151.0
+    loaded = venv.run("mcs-host", "load", "--config", config, "--isolate", env=env)
+    assert "files: isolated: runs in a process of its own" in loaded.stdout
+    assert children(venv) == []
+
+
+def test_a_driver_the_child_refuses_fails_its_mount_with_the_childs_reason(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    # the parent cannot see that a setting is wrong (it imports nothing): the child's load
+    # fails, and the parent's record repeats what the child said
+    venv: Venv = scene["venv"]
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f'registries = ["{scene["registry"]}"]\n[drivers.wild]\nisolation = "process"\n'
+        '[drivers.wild.settings]\nnot_a_setting = 1\n'
+    )
+    done = venv.run("mcs-host", "load", "wild", "--config", config, env={"HOME": str(tmp_path)})
+    assert done.returncode == 0
+    line = next(x for x in done.stdout.splitlines() if x.startswith("wild:"))
+    assert "isolated-start" in line
+    assert "constructor raised TypeError" in line
+    assert children(venv) == []
