@@ -246,6 +246,7 @@ from .loading.reference import (
     ReferenceToolDriver as ReferenceToolDriver,
 )
 from .loading.records import (
+    LiveCheck as LiveCheck,
     Loaded as Loaded,
     LoadError as LoadError,
     LoadRecord as LoadRecord,

@@ -205,7 +205,7 @@ def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
     assert first_pid != os.getpid()
     assert (results[1][1], results[1][3]) == (False, "fine")  # its prints did no harm
 
-    name, failed, detail, _ = results[2]  # SIGKILL mid-call
+    _, failed, detail, _ = results[2]  # SIGKILL mid-call
     assert failed
     assert "the isolated driver 'wild' failed during 'crash': its process ended" in detail
     second_pid = results[3][3]
@@ -218,7 +218,7 @@ def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
     assert "it called sys.exit(3)" in results[5][2]
     assert results[6][3] == "fine"
 
-    name, failed, detail, _ = results[7]  # a call that never returns
+    _, failed, detail, _ = results[7]  # a call that never returns
     assert failed
     assert "within 5 s" in detail
     third_pid = results[8][3]
@@ -242,7 +242,8 @@ def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, An
     ]
     out = run_parent(scene, calls)
     first, second, third, other = out["calls"]
-    assert first[1] and second[1]
+    assert first[1]
+    assert second[1]
     assert third[1]
     assert "the isolated driver 'fragile' failed 2 times in a row" in third[2]
     assert "it is not started again" in third[2]
@@ -316,11 +317,38 @@ def test_a_driver_the_child_refuses_fails_its_mount_with_the_childs_reason(
     config = tmp_path / "mcs-host.toml"
     config.write_text(
         f'registries = ["{scene["registry"]}"]\n[drivers.wild]\nisolation = "process"\n'
-        '[drivers.wild.settings]\nnot_a_setting = 1\n'
+        "[drivers.wild.settings]\nnot_a_setting = 1\n"
     )
     done = venv.run("mcs-host", "load", "wild", "--config", config, env={"HOME": str(tmp_path)})
     assert done.returncode == 0
     line = next(x for x in done.stdout.splitlines() if x.startswith("wild:"))
     assert "isolated-start" in line
     assert "constructor raised TypeError" in line
+    assert children(venv) == []
+
+
+def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    env = {"HOME": str(scene["root"])}
+    done = venv.run(
+        "mcs-host", "verify", "wild", "files", "--config", scene["config"], "--live", "--json",
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    live = {d["label"]: d["live"] for d in json.loads(done.stdout)["drivers"]}
+    assert live["wild"]["ok"]
+    assert "pid" in live["wild"]["tools"]
+    assert live["wild"]["health"] is None  # it declares no healthcheck
+    assert live["files"]["ok"]
+    assert live["files"]["health"]["status"] == "OK"  # the files driver declares one
+    bad = tmp_path / "mcs-host.toml"
+    bad.write_text(f'registries = ["{scene["registry"]}"]\n')  # csv without its root
+    done = venv.run("mcs-host", "verify", "csv", "--config", bad, "--live", env=env)
+    assert done.returncode == 1
+    failed = "csv: live: FAILED: isolated-start: cannot start the isolated driver 'csv'"
+    assert failed in done.stdout
+    assert "missing 1 required positional argument: 'root'" in done.stdout
+    assert "0 of 1 started in a process of their own (--live)." in done.stdout
     assert children(venv) == []

@@ -87,6 +87,16 @@ class ReasonMessage(TypedDict):
     message: str
 
 
+class Live(TypedDict):
+    """The driver started in a child process of its own (``verify --live``)."""
+
+    ok: bool
+    message: str
+    tools: list[str]
+    seconds: float
+    health: dict[str, Any] | None
+
+
 class VerifiedDriver(TypedDict):
     """The trust decision for one installed driver or host plugin."""
 
@@ -112,6 +122,7 @@ class VerifiedDriver(TypedDict):
     extensions: list[str]
     dependencies: list[Dependency]
     warnings: list[str]
+    live: Live | None
 
 
 class StartupCode(TypedDict):

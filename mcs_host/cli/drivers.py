@@ -116,12 +116,20 @@ def verify_drivers(
     threshold: ThresholdOption = None,
     allow_unverified: AllowUnverifiedOption = None,
     allow_extensions: AllowExtensionsOption = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Also start each loadable driver in a child process of its own, with its "
+            "healthcheck, and list its tools (needs the mcp extra).",
+        ),
+    ] = False,
 ) -> None:
     """Check each driver and host plugin, and what it depends on, against the registries,
-    without importing any of them.
+    without importing any of them (with --live, each driver also starts in a child process).
 
     Exits 0 only when every one asked for may be loaded and would run nothing but verified
-    code (and the host's); 1 otherwise.
+    code (and the host's), and started with --live; 1 otherwise.
     """
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
@@ -132,7 +140,8 @@ def verify_drivers(
     search = [os.fspath(p) for p in path] if path else None
     try:
         with Progress(not as_json) as progress:
-            report = Host(settings, search_path=search).verify(labels or (), progress=progress)
+            host = Host(settings, search_path=search)
+            report = host.verify(labels or (), progress=progress, live=live)
     except ConfigError as exc:
         fail(str(exc))
     if as_json:

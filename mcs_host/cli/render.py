@@ -57,6 +57,15 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
                 for d in r.dependencies
             ],
             "warnings": list(v.warnings),
+            "live": {
+                "ok": r.live.ok,
+                "message": r.live.message,
+                "tools": list(r.live.tools),
+                "seconds": round(r.live.seconds, 3),
+                "health": dict(r.live.health) if r.live.health is not None else None,
+            }
+            if r.live is not None
+            else None,
         }
 
     return {
@@ -116,6 +125,8 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
             lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
         elif r.loadable:
             lines += [f"{r.label}: UNVERIFIED CODE would run: {u}" for u in r.unverified]
+        if r.live is not None:
+            lines.append(f"{r.label}: live: {_live(r)}")
     lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
     if report.environment:
         lines.append("Host installation (ignored, grants nothing):")
@@ -133,7 +144,21 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
         lines.append(
             f"{loadable} of {total} {noun} may be loaded; {verified} would run only verified code."
         )
+    checked = [r for r in report.records if r.live is not None]
+    if checked:
+        started = sum(r.live.ok for r in checked if r.live is not None)
+        lines.append(f"{started} of {len(checked)} started in a process of their own (--live).")
     return "\n".join(lines)
+
+
+def _live(r: VerifyRecord) -> str:
+    live = r.live
+    assert live is not None
+    if not live.ok:
+        return f"FAILED: {live.message}"
+    health = live.health.get("status") if live.health is not None else None
+    checked = f", healthcheck {health}" if health is not None else ""
+    return f"{live.message} ({live.seconds * 1000:.0f} ms{checked})"
 
 
 def report_json(

@@ -99,12 +99,14 @@ class Host:
         return _load(self, tuple(labels), progress)
 
     def verify(
-        self, labels: Sequence[str] = (), *, progress: Progress | None = None
+        self, labels: Sequence[str] = (), *, progress: Progress | None = None, live: bool = False
     ) -> VerifyReport:
         """Decide, without importing anything, what :meth:`load` would run for the installed
         drivers and host plugins (or only ``labels``): each one's verification, and its
-        dependencies judged by the same policy. ``progress`` is told before each one."""
-        return verify_installed(self.config, self.search_path, tuple(labels), progress)
+        dependencies judged by the same policy. ``progress`` is told before each one.
+        ``live``: also start each loadable driver in a child process of its own, with its
+        healthcheck, and report how that went (needs the mcp extra)."""
+        return verify_installed(self.config, self.search_path, tuple(labels), progress, live)
 
 
 def load_drivers(
@@ -294,7 +296,7 @@ def _obtain(
         with _timed(timings, "dependencies"):
             notes += stages.admit_dependencies(ctx, candidate, verification)
         if isolating.isolated(ctx, plan, verification):
-            return isolating.isolate(ctx, plan, verification), verification
+            return isolating.isolate(ctx.config, ctx.paths, plan, verification), verification
         with _timed(timings, "import"):
             return stages.import_verified(verification), verification
     except Refused as refusal:

@@ -9,6 +9,8 @@ no host plugins: the parent consents and audits each call itself.
 
 from __future__ import annotations
 
+import time
+
 from pydantic import ValidationError
 
 from mcs_host.bridge.isolation import IsolatedDriver
@@ -18,7 +20,8 @@ from mcs_host.trust import _origins
 from mcs_host.trust.registry import default_registry_paths
 from mcs_host.trust.verification import Verification
 
-from .records import Plan, Refused
+from .config import DriverSettings, HostConfig
+from .records import LiveCheck, Plan, Refused
 from .stages import Context, valid_tools
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
@@ -33,10 +36,13 @@ def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
     return (plan.settings.isolation or ctx.config.isolation) == "process"
 
 
-def isolate(ctx: Context, plan: Plan, verification: Verification) -> IsolatedDriver:
+def isolate(
+    config: HostConfig, paths: tuple[str, ...] | None, plan: Plan, verification: Verification
+) -> IsolatedDriver:
     """The verified driver as an :class:`IsolatedDriver`: a child host, with a configuration
     that mounts only it under the same registries and policy, strictly and without host
-    plugins (the parent consents and audits); started when its tools are listed."""
+    plugins (the parent consents and audits); started when its tools are listed. ``paths``
+    is the search path the host was given."""
     _origins.grant_extras(("mcp",))  # this process now speaks MCP: its SDK is the host's
     try:
         import mcp  # noqa: F401, PLC0415 - the mcp extra
@@ -46,7 +52,6 @@ def isolate(ctx: Context, plan: Plan, verification: Verification) -> IsolatedDri
             "isolation-unavailable",
             "it is to run isolated, which needs the MCP extra: pip install 'mcs-host[mcp]'",
         ) from None
-    config = ctx.config
     registries = config.registries
     if registries is None:
         registries = tuple(default_registry_paths())
@@ -75,7 +80,7 @@ def isolate(ctx: Context, plan: Plan, verification: Verification) -> IsolatedDri
         plan.label,
         child.model_dump_json(),
         meta=meta,
-        search_path=ctx.paths,
+        search_path=paths,
         call_timeout=config.call_timeout or 60.0,
         connect_timeout=max(timeout, 30.0),
         restarts=plan.settings.restarts,
@@ -97,3 +102,34 @@ def start_isolated(driver: IsolatedDriver) -> tuple[Tool, ...]:
         driver.close()
         raise Refused("failed", "no-tools", "its process serves no tools")
     return tools
+
+
+def live_check(
+    config: HostConfig, paths: tuple[str, ...] | None, verification: Verification
+) -> LiveCheck:
+    """Start the verified driver in a child process of its own, with its healthcheck, list
+    its tools and end it: whether it would load, found without importing it here."""
+    label = verification.label
+    settings = config.drivers.get(label) or DriverSettings()
+    plan = Plan(label, label, settings)
+    started = time.perf_counter()
+    try:
+        driver = isolate(config.model_copy(update={"healthcheck": True}), paths, plan, verification)
+        try:
+            tools = start_isolated(driver)
+            health = driver.health
+        finally:
+            driver.close()
+    except Refused as refusal:
+        return LiveCheck(False, f"{refusal.reason}: {refusal.message}", (), _since(started))
+    return LiveCheck(
+        True,
+        f"started and listed {len(tools)} tools in a process of its own",
+        tuple(t.name for t in tools),
+        _since(started),
+        health,
+    )
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started

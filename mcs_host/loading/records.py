@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .config import DriverSettings
 
 __all__ = [
+    "LiveCheck",
     "LoadError",
     "LoadRecord",
     "LoadReport",
@@ -165,6 +166,19 @@ class Loaded:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveCheck:
+    """A driver started for real, in a child process of its own (``verify --live``)."""
+
+    ok: bool
+    message: str
+    tools: tuple[str, ...] = ()
+    seconds: float = 0.0
+    """From starting the child to its tools listed."""
+    health: Mapping[str, Any] | None = None
+    """Its healthcheck result, when it declares one."""
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyRecord:
     """What ``load`` would do with one installed driver or host plugin, decided before
     import."""
@@ -178,6 +192,8 @@ class VerifyRecord:
     unverified: tuple[str, ...] = ()
     """The unverified code load would run for it: the driver itself when the policy allows
     it unverified, and its unverified dependencies."""
+    live: LiveCheck | None = None
+    """How starting it in a process of its own went (``verify --live``)."""
 
     @property
     def label(self) -> str:
@@ -213,4 +229,6 @@ class VerifyReport:
     def ok(self) -> bool:
         """Whether every driver asked for exists, may be loaded, and would run only verified
         code."""
-        return not self.missing and all(r.verified for r in self.records)
+        return not self.missing and all(
+            r.verified and (r.live is None or r.live.ok) for r in self.records
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from mcs_host.discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Discovery, declare, discover
@@ -18,6 +19,7 @@ from mcs_host.trust.registry import TrustIndex
 from mcs_host.trust.verification import TrustPolicy, Verification, verify_candidate
 
 from .config import HostConfig
+from .isolating import live_check
 from .planning import admitted, settle_conflicts
 from .records import Progress, VerifyRecord, VerifyReport
 
@@ -45,9 +47,11 @@ def verify_installed(
     search_path: Sequence[str] | None,
     labels: Sequence[str],
     progress: Progress | None = None,
+    live: bool = False,
 ) -> VerifyReport:
     """The verification of every installed driver and host plugin (or only ``labels``);
-    ``progress`` is told before each one."""
+    ``progress`` is told before each one. ``live``: each loadable driver is also started in
+    a child process of its own."""
     index, errors, paths = config.trust_index()
     policy = TrustPolicy(
         allow_unverified=config.trust.allow_unverified,
@@ -74,7 +78,13 @@ def verify_installed(
         if progress is not None:
             progress(done, len(wanted), f"verifying {kind} {candidate.label}")
         verification = verify_candidate(candidate, discovery, index, policy, scans)
-        records.append(_record(kind, verification, index, policy, refuse, search, scans))
+        record = _record(kind, verification, index, policy, refuse, search, scans)
+        if live and kind == "driver" and record.loadable:
+            if progress is not None:
+                progress(done, len(wanted), f"starting driver {candidate.label}")
+            given = tuple(search_path) if search_path is not None else None
+            record = replace(record, live=live_check(config, given, verification))
+        records.append(record)
     known = {r.label for r in records}
     return VerifyReport(
         tuple(records),
