@@ -86,6 +86,7 @@ from .trust.registry import (
     DriverEntry as DriverEntry,
     is_envelope as is_envelope,
     LibraryEntry as LibraryEntry,
+    MCPServerEntry as MCPServerEntry,
     load_index as load_index,
     load_registry as load_registry,
     Pin as Pin,
@@ -132,6 +133,7 @@ from .trust.importer import (
 )
 from .trust.dependencies import (
     check_dependencies as check_dependencies,
+    check_distribution as check_distribution,
     DependencyCheck as DependencyCheck,
     DependencyJudgment as DependencyJudgment,
     host_environment as host_environment,
@@ -220,6 +222,7 @@ from .loading.config import (
     DriverSettings as DriverSettings,
     HostConfig as HostConfig,
     load_config as load_config,
+    MCPServerSettings as MCPServerSettings,
     override_config as override_config,
     ProcessLimits as ProcessLimits,
     PROJECT_FILES as PROJECT_FILES,
@@ -252,6 +255,7 @@ from .loading.records import (
     LoadRecord as LoadRecord,
     LoadReport as LoadReport,
     Progress as Progress,
+    ServerCheck as ServerCheck,
     VerifyRecord as VerifyRecord,
     VerifyReport as VerifyReport,
 )

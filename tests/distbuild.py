@@ -61,7 +61,9 @@ class Project:
             f'name = "{self.module}"',
         ]
         for group, entries in self.entry_points.items():
-            lines += ["", f'[project.entry-points."{group}"]']
+            # flit takes console scripts only as [project.scripts]
+            table = "[project.scripts]" if group == "console_scripts" else None
+            lines += ["", table or f'[project.entry-points."{group}"]']
             lines += [f'"{label}" = "{value}"' for label, value in entries.items()]
         (src / "pyproject.toml").write_text("\n".join(lines) + "\n", "utf-8")
         files = dict(self.files)

@@ -111,9 +111,9 @@ def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_appro
         assert statuses(done)["pinned"] == ("rejected", "not-in-registry")
         note = (
             f"note: {config}: ignored registries, trust.allow_unverified: a configuration "
-            "found in the working directory may not choose registries or relax the trust "
-            f"policy (the directory is not approved); to use it, run `mcs-host allow "
-            f"{project}` or pass --config {config}"
+            "found in the working directory may not choose registries, declare MCP servers or "
+            "relax the trust policy (the directory is not approved); to use it, run "
+            f"`mcs-host allow {project}` or pass --config {config}"
         )
         assert note in done.stderr
         assert json.loads(done.stdout)["config_notes"] == [note.removeprefix("note: ")]

@@ -89,7 +89,7 @@ def test_a_stdio_server_s_tools_are_mounted_and_called(stdio_driver: MCPToolDriv
     assert tools["add"].input_schema()["required"] == ["a", "b"]
     response = stack.process_llm_response(call("add", a=2, b=3))
     assert response.call_executed
-    assert response.tool_call_result == {"result": 5}
+    assert response.tool_call_result == 5  # the SDK's wrapping of an int, undone
     invalid = stack.process_llm_response(call("add", a=2))
     assert invalid.call_failed  # checked against the server's schema before it is sent
     assert "argument 'b': required argument is missing" in (invalid.call_detail or "")
@@ -105,7 +105,7 @@ def test_the_async_path_awaits_the_server(stdio_driver: MCPToolDriver) -> None:
         )
         return [first.tool_call_result, second.tool_call_result]
 
-    assert asyncio.run(both()) == [{"result": "done"}, {"result": 2}]
+    assert asyncio.run(both()) == ["done", 2]
 
 
 def test_a_tool_error_a_timeout_and_a_dead_server_fail_only_their_call(
@@ -127,7 +127,7 @@ def test_a_tool_error_a_timeout_and_a_dead_server_fail_only_their_call(
         assert "the MCP server" in (died.call_detail or "")
         # the next call starts the server again
         again = stack.process_llm_response(call("add", a=4, b=5))
-        assert again.tool_call_result == {"result": 9}
+        assert again.tool_call_result == 9
     finally:
         driver.close()
 
@@ -161,9 +161,7 @@ def test_a_streamable_http_server_is_mounted_and_called(http_url: str) -> None:
     driver = MCPToolDriver(http_url, name="remote", call_timeout=10)
     try:
         stack = Orchestrator({"remote": driver})
-        assert stack.process_llm_response(call("add", a=20, b=22)).tool_call_result == {
-            "result": 42
-        }
+        assert stack.process_llm_response(call("add", a=20, b=22)).tool_call_result == 42
         died = stack.process_llm_response(call("die"))  # the whole server process ends
         assert died.call_failed
     finally:

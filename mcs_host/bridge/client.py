@@ -136,7 +136,7 @@ class MCPToolDriver(MCSToolDriver):
             self._drop(session)
             raise ToolError(f"{self._describe()} failed during {tool_name!r}: {cause}") from None
         self._failures = 0
-        return _result(tool_name, result)
+        return _result(tool_name, result, _wraps(session.schema(tool_name)))
 
     _end_on_cancel = False
     """Whether a cancelled call ends the connection (a process that cannot stop a call
@@ -288,6 +288,10 @@ class _Session:
             if isinstance(exc, asyncio.CancelledError):
                 raise
 
+    def schema(self, name: str) -> Any:
+        """The output schema of the tool ``name``, as the server listed it."""
+        return next((getattr(t, "output_schema", None) for t in self.tools if t.name == name), None)
+
     async def call(self, name: str, arguments: dict[str, Any], timeout: float | None) -> Any:
         if self.broken or self.client is None:
             raise ConnectionError("the connection to the server is closed")
@@ -356,9 +360,21 @@ def _inlined(schema: Any, definitions: Mapping[str, Any], depth: int = 0) -> Any
     return schema
 
 
-def _result(tool_name: str, result: Any) -> Any:
+def _wraps(schema: Any) -> bool:
+    """Whether an output schema is the SDK's wrapping of a value that is not an object: an
+    object whose one property, required, is ``result``."""
+    return (
+        isinstance(schema, dict)
+        and schema.get("type") == "object"
+        and list(schema.get("properties") or {}) == ["result"]
+        and schema.get("required") == ["result"]
+    )
+
+
+def _result(tool_name: str, result: Any, wrapped: bool = False) -> Any:
     """A tool result as the orchestrator hands it on: structured content when there is
-    some, else the text; a result the server marks as an error raises."""
+    some (unwrapped when the server wrapped a value, as the SDK's servers and ours do),
+    else the text; a result the server marks as an error raises."""
     texts = [getattr(block, "text", None) for block in result.content]
     text = "\n".join(t for t in texts if isinstance(t, str))
     if result.is_error:  # an mcs-host server says "<tool> failed: ...", as the caller will
@@ -366,8 +382,9 @@ def _result(tool_name: str, result: Any) -> Any:
         raise ToolError(text or f"the MCP server reported an error for {tool_name!r}")
     structured = result.structured_content
     if structured is not None:
-        if (result.meta or {}).get(RESULT_KEY) == "wrapped" and isinstance(structured, dict):
-            return structured.get("result")  # an mcs-host server's number, list...
+        ours = (result.meta or {}).get(RESULT_KEY) == "wrapped"
+        if (ours or wrapped) and isinstance(structured, dict) and list(structured) == ["result"]:
+            return structured["result"]  # a number, a list... as the tool returned it
         return structured
     if all(isinstance(t, str) for t in texts):
         return text

@@ -12,7 +12,7 @@ from mcs_host.discovery import Candidate, Discovery
 from ._schema import schema_urn
 
 if TYPE_CHECKING:
-    from .documents import ListDocument, ListedDriver, Problem
+    from .documents import ListDocument, ListedDriver, Problem, Server
 
 __all__ = ["Trust", "render_listing", "table"]
 
@@ -27,12 +27,15 @@ def render_listing(
     trust: Trust | None = None,
     registries: Sequence[str] = (),
     colour: bool = False,
+    servers: Sequence[Server] = (),
 ) -> str:
     """The ``list`` output for the drivers ``found`` and the host ``plugins``, with what
     verification decided for each when ``trust`` is given: JSON, or one table with the
-    problems below it."""
+    problems below it. ``servers`` are the configured MCP servers, for the JSON."""
     if as_json:
-        return json.dumps(_listing_json(found, plugins, trust, registries), indent=2)
+        document = _listing_json(found, plugins, trust, registries)
+        document["servers"] = list(servers)
+        return json.dumps(document, indent=2)
     return _listing_text(found, plugins, trust, registries, colour)
 
 
@@ -49,6 +52,7 @@ def _listing_json(
         "problems": _problems_json(found),
         "plugins": [_candidate_json(plugins, c, "plugin", trust) for c in plugins.candidates],
         "plugin_problems": _problems_json(plugins),
+        "servers": [],
     }
 
 

@@ -51,6 +51,23 @@ class ListedDriver(TypedDict):
     """The registry's trust label (``verified``, ``reference``, ``community``), once verified."""
 
 
+class Server(TypedDict):
+    """A configured MCP server, checked before it starts."""
+
+    label: str
+    transport: Literal["stdio", "http"]
+    target: str
+    verification: Literal["pinned", "registered", "unverified", "rejected", "missing"]
+    trust: str | None
+    allowed: bool
+    consent: bool
+    reason: str
+    message: str
+    distribution: str | None
+    version: str | None
+    unverified: list[str]
+
+
 class ListDocument(TypedDict):
     """``mcs-host list --json``."""
 
@@ -64,6 +81,8 @@ class ListDocument(TypedDict):
     problems: list[Problem]
     plugins: list[ListedDriver]
     plugin_problems: list[Problem]
+    servers: list[Server]
+    """The configured MCP servers (empty with ``--no-verify``)."""
 
 
 class Finding(TypedDict):
@@ -142,6 +161,7 @@ class VerifyDocument(TypedDict):
     plugins: list[VerifiedDriver]
     environment: list[str]
     startup: list[StartupCode]
+    servers: list[Server]
     config_notes: list[str]
 
 
@@ -149,7 +169,7 @@ class Mount(TypedDict):
     """What happened to one mount or host plugin."""
 
     label: str
-    kind: Literal["driver", "plugin"]
+    kind: Literal["driver", "plugin", "mcp"]
     driver: str | None
     distribution: str | None
     version: str | None
@@ -163,8 +183,9 @@ class Mount(TypedDict):
     warnings: list[str]
     traceback: str | None
     health: dict[str, Any] | None
-    isolation: Literal["process"] | None
-    """``process``: it runs in a child process of its own, served over MCP."""
+    isolation: Literal["process", "remote"] | None
+    """``process``: it runs in a child process of its own, served over MCP; ``remote``: an
+    MCP server reached over HTTP."""
 
 
 class MountedTool(TypedDict):

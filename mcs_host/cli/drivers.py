@@ -35,7 +35,14 @@ from .options import (
     config_from_options,
     fail,
 )
-from .render import report_json, report_text, verify_json, verify_text
+from .render import (
+    report_json,
+    report_text,
+    server_json,
+    servers_text,
+    verify_json,
+    verify_text,
+)
 
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig
@@ -102,7 +109,11 @@ def list_drivers(
             found = replace(found, candidates=tuple(listed))
     plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
     colour = not as_json and use_colour()
-    text = render_listing(found, as_json, plugins, trust, registries, colour)
+    servers = report.servers if not no_verify else ()
+    documents = [server_json(s) for s in servers]
+    text = render_listing(found, as_json, plugins, trust, registries, colour, documents)
+    if servers and not as_json:
+        text += "\n" + "\n".join(servers_text(servers, colour)).strip("\n")
     typer.echo(text, color=colour)
 
 

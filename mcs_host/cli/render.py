@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._listing import table
-from .documents import LoadDocument, Mount, MountedTool, VerifiedDriver, VerifyDocument, schema_urn
+from .documents import (
+    LoadDocument,
+    Mount,
+    MountedTool,
+    Server,
+    VerifiedDriver,
+    VerifyDocument,
+    schema_urn,
+)
 
 if TYPE_CHECKING:
     from mcs_host.loading.records import (
         Loaded,
         LoadRecord,
         LoadReport,
+        ServerCheck,
         VerifyRecord,
         VerifyReport,
     )
@@ -80,8 +90,51 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
         "plugins": [record(r) for r in report.records if r.kind == "plugin"],
         "environment": list(report.environment),
         "startup": [{"path": path, "what": what} for path, what in report.startup],
+        "servers": [server_json(s) for s in report.servers],
         "config_notes": list(notes),
     }
+
+
+def server_json(s: ServerCheck) -> Server:
+    return {
+        "label": s.label,
+        "transport": s.transport,
+        "target": s.target,
+        "verification": s.status,
+        "trust": s.trust,
+        "allowed": s.allowed,
+        "consent": s.consent,
+        "reason": s.reason,
+        "message": s.message,
+        "distribution": s.distribution,
+        "version": s.version,
+        "unverified": list(s.unverified),
+    }
+
+
+def servers_text(servers: Sequence[ServerCheck], colour: bool = False) -> list[str]:
+    """The configured MCP servers: a table, then what was and was not verified."""
+    if not servers:
+        return []
+    rows = [
+        [
+            s.label,
+            s.transport,
+            s.target if len(s.target) <= 60 else s.target[:57] + "...",
+            s.status,
+            s.trust or "-",
+            "yes" if s.consent else "no",
+            "yes" if s.allowed else "no",
+        ]
+        for s in servers
+    ]
+    headers = ["MCP SERVER", "TRANSPORT", "TARGET", "VERIFICATION", "TRUST", "CONSENT", "STARTS"]
+    lines = ["", *table(headers, rows, colour), ""]
+    for s in servers:
+        seen = "its code is never seen here" if s.transport == "http" else ""
+        lines.append(f"{s.label}: {s.reason}: {s.message}" + (f" ({seen})" if seen else ""))
+        lines += [f"{s.label}: UNVERIFIED CODE would run: {u}" for u in s.unverified]
+    return lines
 
 
 def verify_text(report: VerifyReport, colour: bool = False) -> str:
@@ -144,6 +197,11 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
         lines.append(
             f"{loadable} of {total} {noun} may be loaded; {verified} would run only verified code."
         )
+    servers = servers_text(report.servers, colour)
+    if servers:
+        lines += servers
+        allowed = sum(s.allowed for s in report.servers)
+        lines.append(f"{allowed} of {len(report.servers)} MCP servers may start.")
     checked = [r for r in report.records if r.live is not None]
     if checked:
         started = sum(r.live.ok for r in checked if r.live is not None)

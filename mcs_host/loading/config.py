@@ -24,7 +24,14 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mcs_host._files import (
     CONFIG_LIMIT,
@@ -52,6 +59,7 @@ __all__ = [
     "ConfigError",
     "DriverSettings",
     "HostConfig",
+    "MCPServerSettings",
     "ProcessLimits",
     "TrustSettings",
     "approve_directory",
@@ -62,7 +70,7 @@ __all__ = [
 
 PROJECT_FILES = ("mcs-host.toml", "pyproject.toml")
 """The configuration files looked for in the current directory, in that order."""
-_TRUST_KEYS = ("registries", "registry_keys", "registry_threshold")
+_TRUST_KEYS = ("registries", "registry_keys", "registry_threshold", "mcp_servers")
 
 
 class ConfigError(ValueError):
@@ -149,6 +157,48 @@ class DriverSettings(_Strict):
     )
 
 
+class MCPServerSettings(_Strict):
+    """An MCP server mounted as a driver: ``[mcp_servers.<label>]``. Give one of ``url``,
+    ``command`` and ``distribution``, or none to mount the server the registry describes
+    under this label; what is given must be what the registry says, or the server is
+    unverified (mounted only when the policy allows unverified code)."""
+
+    url: str | None = Field(default=None, description="Its streamable HTTP URL (http or https).")
+    command: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="The command line that starts it over stdio."
+    )
+    distribution: str | None = Field(
+        default=None,
+        description="An installed distribution whose console script serves it over stdio; "
+        "verified by the registry's pins before it starts.",
+    )
+    script: str | None = Field(
+        default=None, description="That console script (default: the distribution's only one)."
+    )
+    args: tuple[str, ...] = Field(default=(), description="Arguments after the console script.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for a stdio server."
+    )
+    enabled: bool = Field(default=True, description="Set false to leave it out.")
+    call_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds a call may take (default: the host's, or 60)."
+    )
+    consent: bool | None = Field(
+        default=None,
+        description="Whether each call needs a consent plugin's approval; unset: what its "
+        "registry entry says, else yes. Only true can tighten a registry's false.",
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> MCPServerSettings:
+        given = [k for k in ("url", "command", "distribution") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of url, command and distribution, not {given}")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} is not http(s)")
+        return self
+
+
 class HostConfig(_Strict):
     """Everything the host needs to know to load drivers."""
 
@@ -179,6 +229,11 @@ class HostConfig(_Strict):
         default=(), description="Capabilities every mounted driver must have."
     )
     drivers: dict[str, DriverSettings] = Field(default_factory=dict, description="Mounts by label.")
+    mcp_servers: dict[str, MCPServerSettings] = Field(
+        default_factory=dict,
+        description="MCP servers mounted as drivers, by label. A configuration found in the "
+        "working directory may not declare them unless the directory is approved.",
+    )
     autoload: bool = Field(
         default=True,
         description="Mount every installed driver; false: only those in [drivers] and those "
@@ -224,9 +279,9 @@ class HostConfig(_Strict):
             PublicKey.parse(key)
         return value
 
-    @field_validator("drivers")
+    @field_validator("drivers", "mcp_servers")
     @classmethod
-    def _labels(cls, value: dict[str, DriverSettings]) -> dict[str, DriverSettings]:
+    def _labels(cls, value: dict[str, Any]) -> dict[str, Any]:
         for label in value:
             if not is_valid_label(label):
                 raise ValueError(f"the label {label!r} is not {LABEL_RULE}")
@@ -367,7 +422,8 @@ def _project_notes(data: dict[str, Any], source: str) -> list[str]:
     directory = os.path.dirname(source)
     return [
         f"{source}: ignored {', '.join(ignored)}: a configuration found in the working "
-        f"directory may not choose registries or relax the trust policy ({problem}); to use "
+        f"directory may not choose registries, declare MCP servers or relax the trust policy "
+        f"({problem}); to use "
         f"it, run `mcs-host allow {directory}` or pass --config {source}"
     ]
 

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mcs_host.bridge.client import MCPToolDriver
 from mcs_host.bridge.isolation import IsolatedDriver
 from mcs_host.contract import Tool
 from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
@@ -26,7 +27,7 @@ from mcs_host.orchestration.orchestrator import Orchestrator
 from mcs_host.trust import _origins
 from mcs_host.trust.verification import Verification
 
-from . import isolating, stages
+from . import isolating, servers, stages
 from .config import DriverSettings, HostConfig, load_config, override_config
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
@@ -152,7 +153,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         prompts=config.prompts,
         text_formats=formats,
     )
-    owned: list[IsolatedDriver] = []
+    owned: list[MCPToolDriver] = []
     for done, plan in enumerate(plans):
         if progress is not None:
             progress(done, len(plans), f"loading {plan.label}")
@@ -168,6 +169,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
             else:
                 driver.close()
         records.append(record)
+    servers.mount_servers(ctx, orchestrator, labels, records, owned, progress)
     errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
     if config.strict:
         errors += [f"host plugin {name}: {problem}" for name, problem in format_problems]

@@ -9,7 +9,7 @@ A hook that raises never undoes a load; a consent hook that raises denies the ca
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -100,8 +100,14 @@ def text_formats(
     return tuple(added), tuple(problems)
 
 
-def ask_consent(manager: pluggy.PluginManager, call: ToolCall) -> bool | str | ToolCall:
-    """Ask the plugins: any ``False`` or reason denies; an edited call replaces it."""
+def ask_consent(
+    manager: pluggy.PluginManager,
+    call: ToolCall,
+    needs: Callable[[ToolCall], str | None] | None = None,
+) -> bool | str | ToolCall:
+    """Ask the plugins: any ``False`` or reason denies; an edited call replaces it. When
+    ``needs`` gives a reason for ``call``, silence denies it with that reason: only a
+    ``True`` or an edited call lets it run."""
     try:
         answers = manager.hook.mcs_host_consent(call=call)
     except Exception as exc:  # a consent check that breaks denies: fail closed
@@ -112,8 +118,13 @@ def ask_consent(manager: pluggy.PluginManager, call: ToolCall) -> bool | str | T
     for answer in answers:
         if answer is False or isinstance(answer, str):
             return answer
-    edited = [answer for answer in answers if isinstance(answer, ToolCall)]
-    return edited[-1] if edited else True
+    edited: list[ToolCall] = [answer for answer in answers if isinstance(answer, ToolCall)]
+    if edited:
+        return edited[-1]
+    required = needs(call) if needs is not None else None
+    if required is not None and True not in answers:
+        return required
+    return True
 
 
 def audit_call(

@@ -26,6 +26,7 @@ __all__ = [
     "LoadReport",
     "Loaded",
     "Progress",
+    "ServerCheck",
     "VerifyRecord",
     "VerifyReport",
 ]
@@ -94,7 +95,8 @@ class LoadRecord:
     trust: str | None = None
     """The registry's trust label for it (``verified``, ``reference``, ``community``);
     ``None`` when no registry entry vouches for it."""
-    kind: Kind = "driver"
+    kind: Literal["driver", "plugin", "mcp"] = "driver"
+    """``mcp``: an MCP server mounted as a driver."""
     tools: tuple[str, ...] = ()
     """The tools as this driver names them (the orchestrator may prefix them)."""
     timings: Mapping[str, float] = field(default_factory=dict)
@@ -102,8 +104,9 @@ class LoadRecord:
     traceback: str | None = None
     warnings: tuple[str, ...] = ()
     health: Mapping[str, Any] | None = None
-    isolation: Literal["process"] | None = None
-    """``process``: it runs in a child process of its own, served over MCP."""
+    isolation: Literal["process", "remote"] | None = None
+    """``process``: it runs in a child process of its own, served over MCP; ``remote``: an
+    MCP server reached over HTTP, whose code this host never sees."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,33 @@ class Loaded:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerCheck:
+    """How far an MCP server mounted as a driver is vouched for, decided before it starts."""
+
+    label: str
+    transport: Literal["stdio", "http"]
+    target: str
+    """Its URL, its command line, or ``distribution:script``."""
+    status: Literal["pinned", "registered", "unverified", "rejected", "missing"]
+    """``pinned``: its distribution's files match the registry's pins; ``registered``: a
+    registry entry says exactly this URL or command (nothing of a remote server is seen)."""
+    reason: str
+    message: str
+    allowed: bool
+    """Whether the policy lets it start."""
+    consent: bool
+    """Whether each call needs a consent plugin's approval."""
+    trust: str | None = None
+    distribution: str | None = None
+    version: str | None = None
+    command: tuple[str, ...] = ()
+    """What starts a stdio server."""
+    dependencies: tuple[DependencyCheck, ...] = ()
+    unverified: tuple[str, ...] = ()
+    """The unverified code starting it would run."""
+
+
+@dataclass(frozen=True, slots=True)
 class LiveCheck:
     """A driver started for real, in a child process of its own (``verify --live``)."""
 
@@ -224,11 +254,15 @@ class VerifyReport:
     """What the host ignored about its own installation; it grants nothing."""
     startup: tuple[tuple[str, str], ...] = ()
     """``(path, what)``: code the interpreter runs at start-up, before any host can act."""
+    servers: tuple[ServerCheck, ...] = ()
+    """The configured MCP servers, checked as a load would check them (none is started)."""
 
     @property
     def ok(self) -> bool:
         """Whether every driver asked for exists, may be loaded, and would run only verified
-        code."""
-        return not self.missing and all(
-            r.verified and (r.live is None or r.live.ok) for r in self.records
+        code (started, with ``--live``), and every MCP server may start and is vouched for."""
+        return (
+            not self.missing
+            and all(r.verified and (r.live is None or r.live.ok) for r in self.records)
+            and all(s.allowed and not s.unverified for s in self.servers)
         )

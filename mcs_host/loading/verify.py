@@ -20,8 +20,9 @@ from mcs_host.trust.verification import TrustPolicy, Verification, verify_candid
 
 from .config import HostConfig
 from .isolating import live_check
-from .planning import admitted, settle_conflicts
+from .planning import admitted, ruled_out, settle_conflicts
 from .records import Progress, VerifyRecord, VerifyReport
+from .servers import check_server
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
@@ -86,6 +87,14 @@ def verify_installed(
             record = replace(record, live=live_check(config, given, verification))
         records.append(record)
     known = {r.label for r in records}
+    servers = tuple(
+        check_server(config, index, label, settings, search)
+        for label, settings in sorted(config.mcp_servers.items())
+        if (not labels or label in labels)
+        and settings.enabled
+        and ruled_out(config, {label}) is None
+    )
+    known |= {s.label for s in servers}
     return VerifyReport(
         tuple(records),
         tuple(label for label in labels if label not in known),
@@ -93,6 +102,7 @@ def verify_installed(
         tuple((e.reason, str(e)) for e in errors),
         _origins.host_install().findings,
         _origins.startup_findings(search),
+        servers,
     )
 
 

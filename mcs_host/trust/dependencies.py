@@ -41,6 +41,7 @@ __all__ = [
     "DependencyCheck",
     "DependencyJudgment",
     "check_dependencies",
+    "check_distribution",
     "host_environment",
     "judge_dependencies",
     "unverified_imports",
@@ -119,6 +120,18 @@ def check_dependencies(
                 for name, _ in _required(requires_dist(check.metadata_path))
             ]
     return tuple(checks)
+
+
+def check_distribution(
+    project: str,
+    required_by: str,
+    index: TrustIndex,
+    search_path: Sequence[str],
+    scans: dict[str, TreeScan] | None = None,
+) -> DependencyCheck:
+    """One installed distribution checked as a dependency is: found, its files against the
+    registry's pins. ``required_by`` says who needs it, in messages."""
+    return _check(normalize_name(project), required_by, True, index, search_path, scans or {})
 
 
 def _check(

@@ -25,7 +25,14 @@ from typing import Any, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mcs_host._files import (
     REGISTRY_LIMIT,
@@ -44,6 +51,7 @@ __all__ = [
     "REGISTRY_PAYLOAD_TYPE",
     "DriverEntry",
     "LibraryEntry",
+    "MCPServerEntry",
     "Pin",
     "PublisherKey",
     "Registry",
@@ -202,6 +210,41 @@ class LibraryEntry(ReleaseEntry):
     """A distribution drivers import (an adapter, a core library): verified like a driver."""
 
 
+class MCPServerEntry(_Strict):
+    """An MCP server a host may mount as a driver, vouched for by the registry: a remote
+    ``url``, a stdio ``command``, or the console script of an installed ``distribution``
+    (verified by its pins in ``libraries`` before it starts)."""
+
+    url: str | None = Field(
+        default=None, description="Its streamable HTTP URL (http or https), exactly."
+    )
+    command: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="The command line that starts it, exactly."
+    )
+    distribution: str | None = Field(
+        default=None, description="The distribution (PEP 503 name) whose console script it is."
+    )
+    script: str | None = Field(
+        default=None, description="That console script (default: the distribution's only one)."
+    )
+    consent: bool = Field(
+        default=True, description="Each call needs a consent plugin's approval (default)."
+    )
+    trust: TrustLabel = Field(default="community", description="How far it is vouched for.")
+    description: str | None = Field(default=None, description="What it is, for people.")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> MCPServerEntry:
+        given = [k for k in ("url", "command", "distribution") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of url, command and distribution")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} is not http(s)")
+        if self.distribution is not None and normalize_name(self.distribution) != self.distribution:
+            raise ValueError(f"write the PEP 503 name {normalize_name(self.distribution)!r}")
+        return self
+
+
 class Registry(_Strict):
     """A registry document: the plain file, or the payload of a signed envelope."""
 
@@ -220,6 +263,9 @@ class Registry(_Strict):
     drivers: dict[str, DriverEntry] = Field(default_factory=dict, description="Driver id -> entry.")
     libraries: dict[str, LibraryEntry] = Field(
         default_factory=dict, description="Distribution (PEP 503 name) -> its pins."
+    )
+    mcp_servers: dict[str, MCPServerEntry] = Field(
+        default_factory=dict, description="Label -> an MCP server hosts may mount as a driver."
     )
 
     @field_validator("format", mode="before")
@@ -539,6 +585,9 @@ class TrustIndex:
     """Driver id or library name -> how the registries disagree about it; it is refused."""
     sources: tuple[str, ...] = ()
     libraries: Mapping[str, LibraryEntry] = field(default_factory=dict)
+    servers: Mapping[str, MCPServerEntry] = field(default_factory=dict)
+    """Label -> the MCP server the registries vouch for; two that differ: it is left out,
+    and the disagreement is in ``conflicts`` under ``mcp:<label>``."""
 
     def find(
         self, driver_id: str | None, project: str, label: str
@@ -556,6 +605,7 @@ class TrustIndex:
     def merge(cls, registries: Iterable[tuple[str, Registry]]) -> TrustIndex:
         merged: dict[str, DriverEntry] = {}
         libraries: dict[str, LibraryEntry] = {}
+        servers: dict[str, MCPServerEntry] = {}
         conflicts: dict[str, list[str]] = {}
         sources: list[str] = []
         for source, registry in registries:
@@ -572,11 +622,22 @@ class TrustIndex:
                     conflicts.setdefault(name, []).extend(problems)
                 else:
                     libraries[name] = library
+            for label, server in registry.mcp_servers.items():
+                known = servers.setdefault(label, server)
+                if known != server:
+                    conflicts.setdefault(f"mcp:{label}", []).append(
+                        f"{source} describes the MCP server {label!r} otherwise than an "
+                        "earlier registry"
+                    )
+        for key in conflicts:
+            if key.startswith("mcp:"):
+                servers.pop(key.removeprefix("mcp:"), None)
         return cls(
             merged,
             {k: tuple(v) for k, v in conflicts.items() if v},
             tuple(sources),
             libraries,
+            servers,
         )
 
 

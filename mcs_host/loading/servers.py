@@ -1,0 +1,378 @@
+"""MCP servers mounted as drivers: how far each is vouched for, decided before it starts.
+
+A server is a remote ``url``, a stdio ``command``, or the console script of an installed
+``distribution``. :func:`check_server` decides without starting anything: a distribution is
+verified as a dependency is (its installed files against the registry's pins in
+``libraries``), and what it requires is judged by the policy; a url or command is
+``registered`` when a registry entry under the same label says exactly that. Anything else
+is ``unverified`` and starts only when the policy allows unverified code. A remote server's
+code is never seen, which its record says (``isolation = "remote"``). Each call to a server
+needs a consent plugin's approval unless its registry entry, or the configuration, says
+otherwise. :func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console
+script is run by this interpreter from the verified copy (``python -I``, its location first
+on the path), never looked up on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any, Literal
+
+from mcs_host.bridge.client import MCPToolDriver
+from mcs_host.contract import Tool
+from mcs_host.discovery import parse_entry_points
+from mcs_host.interfaces import ToolError
+from mcs_host.orchestration.calls import ToolCall
+from mcs_host.orchestration.orchestrator import Orchestrator
+from mcs_host.trust import _origins
+from mcs_host.trust.dependencies import (
+    DependencyCheck,
+    check_dependencies,
+    check_distribution,
+    judge_dependencies,
+)
+from mcs_host.trust.registry import MCPServerEntry, TrustIndex
+from mcs_host.trust.verification import TrustPolicy
+
+from .config import HostConfig, MCPServerSettings
+from .planning import ruled_out
+from .plugins import ask_consent
+from .records import LoadRecord, Progress, Refused, ServerCheck
+from .stages import Context, valid_tools
+
+__all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
+
+_NONE = (None, None, False)
+"""What :func:`mount_server` adds to the record of a server that did not mount."""
+
+_LAUNCH = (
+    "import importlib, sys\n"
+    "location, target, *arguments = sys.argv[1:]\n"
+    "sys.path.insert(0, location)\n"
+    "module, _, attributes = target.partition(':')\n"
+    "found = importlib.import_module(module.strip())\n"
+    "for name in filter(None, attributes.strip().split('.')):\n"
+    "    found = getattr(found, name)\n"
+    "sys.argv = [module.strip(), *arguments]\n"
+    "sys.exit(found())\n"
+)
+"""Runs a console script's entry point ``module:attribute`` from ``location``."""
+
+
+def check_server(
+    config: HostConfig,
+    index: TrustIndex,
+    label: str,
+    settings: MCPServerSettings,
+    search: Sequence[str],
+) -> ServerCheck:
+    """How far the MCP server ``[mcp_servers.<label>]`` is vouched for, and whether the
+    policy lets it start."""
+    entry = index.servers.get(label)
+    conflict = index.conflicts.get(f"mcp:{label}")
+    given = settings.url, settings.command, settings.distribution
+    if given == (None, None, None):
+        if entry is None:
+            reason = "registry-conflict" if conflict else "not-in-registry"
+            why = "; ".join(conflict) if conflict else "no registry describes one under it"
+            return _refused(
+                label, settings, reason, f"[mcp_servers.{label}] names no server, and {why}"
+            )
+        url, command, distribution = entry.url, entry.command, entry.distribution
+        script = settings.script or entry.script
+    else:
+        url, command, distribution = given
+        script = settings.script
+    registered = entry is not None and _same(entry, url, command, distribution, script)
+    consent = settings.consent
+    if consent is None:
+        consent = entry.consent if registered and entry is not None else True
+    trust = entry.trust if registered and entry is not None else None
+    policy = TrustPolicy(
+        allow_unverified=config.trust.allow_unverified,
+        allow_extensions=config.trust.allow_extensions,
+    )
+    if distribution is not None:
+        return _check_distribution(
+            config, index, label, settings, search, policy, distribution, script, consent, trust
+        )
+    transport: Literal["stdio", "http"] = "http" if url is not None else "stdio"
+    target = url if url is not None else " ".join(command or ())
+    if registered:
+        how = f"registry entry {label!r} vouches for this {'URL' if url else 'command'}"
+        return ServerCheck(
+            label, transport, target, "registered", "registered", how, True, consent, trust,
+            command=tuple(command or ()),
+        )  # fmt: skip
+    why = f"no registry vouches for {target!r} under the label {label!r}" + (
+        f" ({'; '.join(conflict)})" if conflict else ""
+    )
+    if not policy.allow_unverified:
+        return ServerCheck(
+            label, transport, target, "unverified", "not-in-registry",
+            f"{why}; add it to a registry's mcp_servers, or allow unverified code",
+            False, consent, command=tuple(command or ()),
+        )  # fmt: skip
+    return ServerCheck(
+        label, transport, target, "unverified", "not-in-registry",
+        f"{why}; started because the policy allows unverified code", True, consent,
+        command=tuple(command or ()), unverified=(f"the MCP server {target!r}",),
+    )  # fmt: skip
+
+
+def mount_servers(
+    ctx: Context,
+    orchestrator: Orchestrator,
+    labels: tuple[str, ...],
+    records: list[LoadRecord],
+    owned: list[MCPToolDriver],
+    progress: Progress | None,
+) -> None:
+    """Mount the configured MCP servers, each call to those that need consent asking for it
+    (records and drivers added to ``records`` and ``owned``)."""
+    asking: list[str] = []
+    for label, server in sorted(ctx.config.mcp_servers.items()):
+        if progress is not None:
+            progress(len(records), len(records) + 1, f"connecting to the MCP server {label}")
+        taken = {r.label for r in records}
+        record, mcp, tools, consent = mount_server(ctx, label, server, labels, taken)
+        if mcp is not None:
+            try:
+                orchestrator.mount(label, mcp, tools)
+                owned.append(mcp)
+                asking += [label] if consent else []
+            except (ValueError, TypeError) as exc:
+                mcp.close()
+                record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
+        records.append(record)
+    if asking:
+        needs = needs_consent(orchestrator, asking)
+        orchestrator.consent = partial(ask_consent, ctx.manager, needs=needs)
+
+
+def mount_server(
+    ctx: Context,
+    label: str,
+    settings: MCPServerSettings,
+    labels: Sequence[str],
+    taken: Iterable[str],
+) -> tuple[LoadRecord, MCPToolDriver | None, tuple[Tool, ...] | None, bool]:
+    """Check the server, start it (connect) and list its tools: its record, and when it
+    mounted the driver, its tools and whether each call needs consent."""
+    record = LoadRecord(label, "failed", "", "", kind="mcp")
+    skipped = _skip_reason(ctx.config, label, settings, labels)
+    if skipped is not None:
+        return replace(record, status="skipped", reason=skipped[0], message=skipped[1]), *_NONE
+    if label in taken:
+        message = f"the label {label!r} is already used by a driver"
+        return replace(record, reason="label-taken", message=message), *_NONE
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    check = check_server(ctx.config, ctx.index, label, settings, ctx.search)
+    timings["verify"] = time.perf_counter() - started
+    record = replace(
+        record,
+        distribution=check.distribution,
+        version=check.version,
+        verification=check.status,
+        trust=check.trust,
+        isolation="remote" if check.transport == "http" else "process",
+        timings=timings,
+        warnings=tuple(f"UNVERIFIED CODE runs: {u}" for u in check.unverified),
+    )
+    if not check.allowed:
+        status: Literal["failed", "rejected"] = "rejected"
+        if check.status == "missing":
+            status = "failed"
+        return replace(record, status=status, reason=check.reason, message=check.message), *_NONE
+    try:
+        driver = server_driver(check, settings, ctx.config)
+    except Refused as refusal:
+        return replace(record, reason=refusal.reason, message=refusal.message), *_NONE
+    started = time.perf_counter()
+    try:
+        tools = valid_tools(driver.list_tools())
+    except (ToolError, Refused) as exc:
+        driver.close()
+        reason = exc.reason if isinstance(exc, Refused) else "server-start"
+        return replace(record, reason=reason, message=str(exc)), *_NONE
+    finally:
+        timings["start"] = time.perf_counter() - started
+    if not tools:
+        driver.close()
+        return replace(record, reason="no-tools", message="it serves no tools"), *_NONE
+    consent = "each call needs consent" if check.consent else "calls need no consent"
+    mounted = replace(
+        record,
+        status="mounted",
+        reason="mounted",
+        message=f"{len(tools)} tools from {check.target} ({consent})",
+        tools=tuple(t.name for t in tools),
+    )
+    return mounted, driver, tools, check.consent
+
+
+def needs_consent(stack: Orchestrator, labels: Iterable[str]) -> Callable[[ToolCall], str | None]:
+    """For a call: why it needs a consent plugin's explicit approval (it goes to a server of
+    ``labels``), or ``None``."""
+    wanted = frozenset(labels)
+
+    def needs(call: ToolCall) -> str | None:
+        try:
+            label, _ = stack.route(call.name)
+        except LookupError:
+            return None
+        if label not in wanted:
+            return None
+        return (
+            f"each call to the MCP server {label!r} needs approval: a host plugin's "
+            f"mcs_host_consent hook must approve it (or set consent = false in "
+            f"[mcp_servers.{label}])"
+        )
+
+    return needs
+
+
+def _skip_reason(
+    config: HostConfig, label: str, settings: MCPServerSettings, labels: Sequence[str]
+) -> tuple[str, str] | None:
+    if labels and label not in labels:
+        return "not-requested", "not among the labels asked for"
+    if not settings.enabled:
+        return "disabled", "enabled = false in its configuration"
+    return ruled_out(config, {label})
+
+
+def server_driver(
+    check: ServerCheck, settings: MCPServerSettings, config: HostConfig
+) -> MCPToolDriver:
+    """The :class:`MCPToolDriver` for an allowed server (not connected yet)."""
+    _origins.grant_extras(("mcp",))  # this process now speaks MCP: its SDK is the host's
+    try:
+        import mcp  # noqa: F401, PLC0415 - the mcp extra
+    except ImportError:
+        raise Refused(
+            "failed",
+            "mcp-unavailable",
+            "mounting an MCP server needs the MCP extra: pip install 'mcs-host[mcp]'",
+        ) from None
+    timeout = settings.call_timeout or config.call_timeout or 60.0
+    connect = max(config.timeout, 30.0)
+    if check.transport == "http":
+        return MCPToolDriver(
+            check.target, name=check.label, call_timeout=timeout, connect_timeout=connect
+        )
+    return MCPToolDriver(
+        list(check.command),
+        name=check.label,
+        env=dict(settings.env),
+        call_timeout=timeout,
+        connect_timeout=connect,
+    )
+
+
+def _check_distribution(
+    config: HostConfig,
+    index: TrustIndex,
+    label: str,
+    settings: MCPServerSettings,
+    search: Sequence[str],
+    policy: TrustPolicy,
+    distribution: str,
+    script: str | None,
+    consent: bool,
+    trust: str | None,
+) -> ServerCheck:
+    """A stdio server from an installed distribution: its files, its console script, what
+    it requires."""
+    own = check_distribution(distribution, f"the MCP server {label!r}", index, search)
+    target = f"{distribution}:{script}" if script else distribution
+    base = ServerCheck(
+        label, "stdio", target, own.status if own.status != "revoked" else "rejected",
+        own.reason, own.message, False, consent, trust, own.distribution, own.version,
+    )  # fmt: skip
+    if own.status in ("missing", "rejected", "revoked"):
+        return base
+    if own.status == "unverified" and not policy.allow_unverified:
+        return _with(base, message=f"{own.message}; pin it in a registry's libraries")
+    if own.extensions and not policy.allow_extensions:
+        names = ", ".join(m.path for m in own.extensions)
+        return _with(
+            base,
+            status="rejected",
+            reason="extension-module",
+            message=f"{distribution} ships extension modules ({names}); the policy does not "
+            "allow them",
+        )
+    assert own.metadata_path is not None
+    command, problem = _console_script(own, script, settings.args)
+    if problem is not None:
+        return _with(base, status="rejected", reason="console-script", message=problem)
+    checks = check_dependencies(distribution, own.metadata_path, index, search)
+    refuse = config.strict or config.trust.dependencies == "refuse"
+    judged = judge_dependencies(checks, policy, refuse_unverified=refuse)
+    if judged.refusal is not None:
+        return _with(base, reason=judged.refusal[1], message=judged.refusal[2], dependencies=checks)
+    unverified = tuple(
+        f"dependency {c.distribution} {c.version} ({c.reason}: {c.message})"
+        for c in judged.unverified
+    )
+    if own.status == "unverified":
+        unverified = (f"the MCP server {distribution} itself ({own.message})", *unverified)
+    return _with(base, allowed=True, command=command, dependencies=checks, unverified=unverified)
+
+
+def _console_script(
+    own: DependencyCheck, script: str | None, args: Sequence[str]
+) -> tuple[tuple[str, ...], str | None]:
+    """The command that runs the distribution's console script ``script`` from its verified
+    location, or why there is none."""
+    assert own.metadata_path is not None
+    assert own.location is not None
+    try:
+        with open(os.path.join(own.metadata_path, "entry_points.txt"), encoding="utf-8") as file:
+            scripts = dict(parse_entry_points(file.read(), "console_scripts")[0])
+    except (OSError, UnicodeDecodeError):
+        scripts = {}
+    name = own.distribution
+    if script is None:
+        if len(scripts) != 1:
+            have = ", ".join(sorted(scripts)) or "none"
+            return (), f"{name} has {len(scripts)} console scripts ({have}): name one as script"
+        script = next(iter(scripts))
+    target = scripts.get(script)
+    if target is None:
+        return (), f"{name} has no console script {script!r}"
+    top = target.partition(":")[0].strip().split(".")[0]
+    modules = {m.name.split(".")[0] for m in own.modules}
+    if top not in modules:
+        return (), (
+            f"console script {script!r} of {name} runs {target!r}, which is not one of "
+            f"{name}'s own modules"
+        )
+    return (sys.executable, "-I", "-c", _LAUNCH, own.location, target, *args), None
+
+
+def _same(
+    entry: MCPServerEntry,
+    url: str | None,
+    command: tuple[str, ...] | None,
+    distribution: str | None,
+    script: str | None,
+) -> bool:
+    if (entry.url, entry.command, entry.distribution) != (url, command, distribution):
+        return False
+    return script is None or entry.script is None or script == entry.script
+
+
+def _refused(label: str, settings: MCPServerSettings, reason: str, message: str) -> ServerCheck:
+    return ServerCheck(label, "stdio", "", "rejected", reason, message, False, True)
+
+
+def _with(base: ServerCheck, **changes: Any) -> ServerCheck:
+    return replace(base, **changes)
