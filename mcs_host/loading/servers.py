@@ -9,8 +9,8 @@ is ``unverified`` and starts only when the policy allows unverified code. A remo
 code is never seen, which its record says (``isolation = "remote"``). Each call to a server
 needs a consent plugin's approval unless its registry entry, or the configuration, says
 otherwise. :func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console
-script is run by this interpreter from the verified copy (``python -I``, its location first
-on the path), never looked up on ``PATH``.
+script is run by this interpreter from the verified copy (``python -I``, its location on the
+path), never looked up on ``PATH``.
 """
 
 from __future__ import annotations
@@ -51,17 +51,25 @@ _NONE = (None, None, False)
 """What :func:`mount_server` adds to the record of a server that did not mount."""
 
 _LAUNCH = (
-    "import importlib, sys\n"
+    "import importlib, importlib.util, os, sys\n"
     "location, target, *arguments = sys.argv[1:]\n"
-    "sys.path.insert(0, location)\n"
+    "sys.path.append(location) if location not in sys.path else None\n"
     "module, _, attributes = target.partition(':')\n"
+    "top = module.strip().split('.')[0]\n"
+    "origin = getattr(importlib.util.find_spec(top), 'origin', None) or ''\n"
+    "if not os.path.realpath(origin).startswith(os.path.realpath(location) + os.sep):\n"
+    "    sys.exit(f'error: {top} would be imported from {origin or None}, not from the '\n"
+    "             f'verified copy in {location}')\n"
     "found = importlib.import_module(module.strip())\n"
     "for name in filter(None, attributes.strip().split('.')):\n"
     "    found = getattr(found, name)\n"
     "sys.argv = [module.strip(), *arguments]\n"
     "sys.exit(found())\n"
 )
-"""Runs a console script's entry point ``module:attribute`` from ``location``."""
+"""Runs a console script's entry point ``module:attribute``, with ``location`` on the path
+after the standard library (before it, a module planted there would shadow the stdlib's),
+once its top module is found to come from ``location`` (not another copy earlier on the
+path)."""
 
 
 def check_server(
