@@ -135,6 +135,10 @@ def scene(
         'driver = "wild"\n'
         'isolation = "process"\n'
         "restarts = 1\n\n"
+        "[drivers.capped]\n"
+        'driver = "wild"\n'
+        'isolation = "process"\n'
+        "limits = { cpu_seconds = 3 }\n\n"
         f'[drivers.csv]\nisolation = "process"\nsettings = {{ root = "{data}" }}\n\n'
         f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
     )
@@ -248,6 +252,17 @@ def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, An
     assert "the isolated driver 'fragile' failed 2 times in a row" in third[2]
     assert "it is not started again" in third[2]
     assert other[3] == "fine"  # the same driver, mounted again, is unaffected
+    assert children(scene["venv"]) == []
+
+
+def test_a_cpu_limit_ends_a_spinning_process_before_the_call_timeout(
+    scene: dict[str, Any],
+) -> None:
+    out = run_parent(scene, [("capped__hang", {}), ("capped__ok", {})])
+    (_, failed, detail, _), (_, again, _, result) = out["calls"]
+    assert failed
+    assert "the isolated driver 'capped' failed during 'hang': its process ended" in detail
+    assert (again, result) == (False, "fine")  # a new process, with a new CPU budget
     assert children(scene["venv"]) == []
 
 

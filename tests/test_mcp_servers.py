@@ -98,6 +98,7 @@ def scene(
         mcp_servers={
             "adder": {"distribution": "adder-server", "consent": False, "trust": "verified"},
             "remote": {"url": url, "trust": "community"},
+            "script": {"command": str(venv.bin / "adder-server"), "args": [], "consent": False},
         },
     )
     http = subprocess.Popen(
@@ -143,6 +144,30 @@ def test_a_pinned_distribution_s_console_script_is_mounted_and_called(
         "process",
     )
     assert mount["distribution"] == "adder-server"
+
+
+def test_a_command_in_the_mcp_servers_form_is_registered_when_the_registry_names_it(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    # command and args as a client's mcpServers entry has them
+    cfg = config(
+        scene, tmp_path, f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
+    )
+    done = host(scene, "call", "add", "--args", '{"a": 4, "b": 5}', "--config", cfg, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout)
+    assert document["response"]["tool_call_result"] == 9
+    (mount,) = document["load"]["drivers"]
+    assert (mount["verification"], mount["isolation"]) == ("registered", "process")
+    extra = config(
+        scene,
+        tmp_path,
+        f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\nargs = ["9999"]\n',
+    )
+    done = host(scene, "load", "--config", extra)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("script:"))
+    assert "not-in-registry" in line  # another command line than the registry's
 
 
 def test_the_console_script_is_never_looked_up_on_path(

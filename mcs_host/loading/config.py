@@ -164,8 +164,10 @@ class MCPServerSettings(_Strict):
     unverified (mounted only when the policy allows unverified code)."""
 
     url: str | None = Field(default=None, description="Its streamable HTTP URL (http or https).")
-    command: tuple[str, ...] | None = Field(
-        default=None, min_length=1, description="The command line that starts it over stdio."
+    command: str | tuple[str, ...] | None = Field(
+        default=None,
+        description="What starts it over stdio: a program (with args, as an mcpServers entry "
+        "has it) or the whole command line.",
     )
     distribution: str | None = Field(
         default=None,
@@ -175,7 +177,9 @@ class MCPServerSettings(_Strict):
     script: str | None = Field(
         default=None, description="That console script (default: the distribution's only one)."
     )
-    args: tuple[str, ...] = Field(default=(), description="Arguments after the console script.")
+    args: tuple[str, ...] = Field(
+        default=(), description="Arguments after the command, or after the console script."
+    )
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables for a stdio server."
     )
@@ -196,7 +200,15 @@ class MCPServerSettings(_Strict):
             raise ValueError(f"give one of url, command and distribution, not {given}")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url {self.url!r} is not http(s)")
+        if self.command is not None and not (self.argv and self.argv[0]):
+            raise ValueError("command is empty")
         return self
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The command line: ``command`` then ``args``."""
+        command = self.command or ()
+        return (*((command,) if isinstance(command, str) else command), *self.args)
 
 
 class HostConfig(_Strict):

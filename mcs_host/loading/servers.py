@@ -83,7 +83,7 @@ def check_server(
     policy lets it start."""
     entry = index.servers.get(label)
     conflict = index.conflicts.get(f"mcp:{label}")
-    given = settings.url, settings.command, settings.distribution
+    given = settings.url, settings.argv if settings.command else None, settings.distribution
     if given == (None, None, None):
         if entry is None:
             reason = "registry-conflict" if conflict else "not-in-registry"
@@ -91,7 +91,8 @@ def check_server(
             return _refused(
                 label, settings, reason, f"[mcp_servers.{label}] names no server, and {why}"
             )
-        url, command, distribution = entry.url, entry.command, entry.distribution
+        url, distribution = entry.url, entry.distribution
+        command = entry.argv if entry.command else None
         script = settings.script or entry.script
     else:
         url, command, distribution = given
@@ -373,7 +374,8 @@ def _same(
     distribution: str | None,
     script: str | None,
 ) -> bool:
-    if (entry.url, entry.command, entry.distribution) != (url, command, distribution):
+    argv = entry.argv if entry.command else None
+    if (entry.url, argv, entry.distribution) != (url, command, distribution):
         return False
     return script is None or entry.script is None or script == entry.script
 

@@ -218,9 +218,12 @@ class MCPServerEntry(_Strict):
     url: str | None = Field(
         default=None, description="Its streamable HTTP URL (http or https), exactly."
     )
-    command: tuple[str, ...] | None = Field(
-        default=None, min_length=1, description="The command line that starts it, exactly."
+    command: str | tuple[str, ...] | None = Field(
+        default=None,
+        description="What starts it over stdio, exactly: a program (with args) or the whole "
+        "command line.",
     )
+    args: tuple[str, ...] = Field(default=(), description="Arguments after the command.")
     distribution: str | None = Field(
         default=None, description="The distribution (PEP 503 name) whose console script it is."
     )
@@ -242,7 +245,15 @@ class MCPServerEntry(_Strict):
             raise ValueError(f"url {self.url!r} is not http(s)")
         if self.distribution is not None and normalize_name(self.distribution) != self.distribution:
             raise ValueError(f"write the PEP 503 name {normalize_name(self.distribution)!r}")
+        if self.command is not None and not (self.argv and self.argv[0]):
+            raise ValueError("command is empty")
         return self
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The command line: ``command`` then ``args``."""
+        command = self.command or ()
+        return (*((command,) if isinstance(command, str) else command), *self.args)
 
 
 class Registry(_Strict):
