@@ -15,6 +15,8 @@ from .interfaces import (
     ContractError as ContractError,
     implemented_capabilities as implemented_capabilities,
     is_semver as is_semver,
+    progress_to as progress_to,
+    report_progress as report_progress,
     MANIFEST_FILE as MANIFEST_FILE,
     MCSDriver as MCSDriver,
     MCSToolDriver as MCSToolDriver,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ __all__ = [
     "UnknownToolError",
     "implemented_capabilities",
     "is_semver",
+    "progress_to",
+    "report_progress",
 ]
 
 CONTRACT_VERSION = "0.6"
@@ -198,3 +202,31 @@ def implemented_capabilities(driver: object) -> frozenset[str]:
         if isinstance(driver, mixin)
         or all(callable(getattr(driver, method, None)) for method in _CAPABILITY_METHODS[name])
     )
+
+
+# -- progress: what a long call says while it works ------------------------------------------
+
+_Sink = Callable[[float, "float | None", "str | None"], None]
+_PROGRESS: ContextVar[_Sink | None] = ContextVar("mcs_host_progress", default=None)
+
+
+def report_progress(
+    progress: float, total: float | None = None, message: str | None = None
+) -> None:
+    """Say how far the tool call under way has got (``progress`` of ``total``, and what it is
+    doing). Served over MCP, the client that asked for progress hears it; elsewhere nothing
+    happens. Call it from ``execute_tool`` (in its thread) or ``aexecute_tool``."""
+    sink = _PROGRESS.get()
+    if sink is not None:
+        sink(progress, total, message)
+
+
+@contextmanager
+def progress_to(sink: _Sink | None) -> Iterator[None]:
+    """Send what :func:`report_progress` says in this context to ``sink`` (which may be
+    called from any thread), for the duration."""
+    token = _PROGRESS.set(sink)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)

@@ -10,23 +10,34 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distbuild import free_port, wait_for_port
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
-from mcs_host import Orchestrator, ToolError
+from mcs_host import DriverMeta, MCSToolDriver, Orchestrator, Tool, ToolError
 from mcs_host.bridge.client import MCPToolDriver
+from mcs_host.bridge.server import mcp_server
+from mcs_host.kit import report_progress
 
 SERVER = '''\
 import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("fixture")
+
+
+@app.tool()
+async def steps(ctx: Context) -> str:
+    """Report progress three times, then answer."""
+    for step in (1, 2, 3):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return "walked"
 
 
 @app.tool()
@@ -85,7 +96,7 @@ def call(tool: str, **arguments: object) -> str:
 def test_a_stdio_server_s_tools_are_mounted_and_called(stdio_driver: MCPToolDriver) -> None:
     stack = Orchestrator({"fixture": stdio_driver})
     tools = {tool.name: tool for tool in stack.list_tools()}
-    assert set(tools) == {"add", "die", "slow", "broken"}
+    assert set(tools) == {"add", "die", "slow", "broken", "steps"}
     assert tools["add"].input_schema()["required"] == ["a", "b"]
     response = stack.process_llm_response(call("add", a=2, b=3))
     assert response.call_executed
@@ -166,3 +177,50 @@ def test_a_streamable_http_server_is_mounted_and_called(http_url: str) -> None:
         assert died.call_failed
     finally:
         driver.close()
+
+
+class Counting(MCSToolDriver):
+    """An in-process driver that reports progress from its worker thread."""
+
+    meta = DriverMeta(id="counting", name="counting", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        return [Tool(name="count", description="Count to two, saying so.")]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        report_progress(1, 2, "one")
+        report_progress(2, 2, "two")
+        return "counted"
+
+
+def progress_heard(stack: Orchestrator, tool: str) -> tuple[Any, list[tuple[float, Any, Any]]]:
+    """Call ``tool`` of ``stack`` served by ``mcp_server``, through the SDK's in-memory
+    client asking for progress: the result and what it heard."""
+    import anyio
+    from mcp import Client
+
+    heard: list[tuple[float, Any, Any]] = []
+
+    async def hear(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    async def main() -> Any:
+        async with Client(mcp_server(stack)) as client:
+            return await client.call_tool(tool, {}, progress_callback=hear)
+
+    return anyio.run(main), heard
+
+
+def test_progress_a_driver_reports_reaches_the_mcp_client() -> None:
+    result, heard = progress_heard(Orchestrator({"counting": Counting()}), "count")
+    assert not result.is_error
+    assert heard == [(1, 2, "one"), (2, 2, "two")]
+
+
+def test_progress_of_an_mcp_server_mounted_as_a_driver_is_passed_on(
+    stdio_driver: MCPToolDriver,
+) -> None:
+    # a proxy: the upstream server's progress goes on to the client of the stack
+    result, heard = progress_heard(Orchestrator({"fixture": stdio_driver}), "steps")
+    assert not result.is_error
+    assert heard == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]

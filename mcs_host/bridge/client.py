@@ -18,13 +18,14 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcs_host.contract import DriverMeta, Tool, ToolParameter
-from mcs_host.interfaces import MCSToolDriver, ToolError
+from mcs_host.interfaces import MCSToolDriver, ToolError, report_progress
 
 from .server import RESULT_KEY
 
@@ -77,7 +78,7 @@ class MCPToolDriver(MCSToolDriver):
         return [_tool(t) for t in self._connected().tools]
 
     def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        future = self._submit(tool_name, arguments)
+        future = self._submit(tool_name, arguments, contextvars.copy_context())
         try:
             return future.result()
         except concurrent.futures.CancelledError:
@@ -86,7 +87,8 @@ class MCPToolDriver(MCSToolDriver):
     async def aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         """:meth:`execute_tool` awaited: the request runs on the driver's loop, and
         cancelling the caller cancels it."""
-        return await asyncio.wrap_future(self._submit(tool_name, arguments))
+        future = self._submit(tool_name, arguments, contextvars.copy_context())
+        return await asyncio.wrap_future(future)
 
     def close(self) -> None:
         """Disconnect (a stdio server's process ends) and stop the driver's loop."""
@@ -108,17 +110,28 @@ class MCPToolDriver(MCSToolDriver):
 
     # -- the connection --------------------------------------------------------------------------
 
-    def _submit(self, tool_name: str, arguments: dict[str, Any]) -> concurrent.futures.Future[Any]:
+    def _submit(
+        self, tool_name: str, arguments: dict[str, Any], caller: contextvars.Context
+    ) -> concurrent.futures.Future[Any]:
         session = self._connected()
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(
-            self._call(session, tool_name, arguments), self._loop
+            self._call(session, tool_name, arguments, caller), self._loop
         )
 
-    async def _call(self, session: _Session, tool_name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(
+        self,
+        session: _Session,
+        tool_name: str,
+        arguments: dict[str, Any],
+        caller: contextvars.Context,
+    ) -> Any:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            caller.run(report_progress, done, total, message)  # to whoever called the tool
+
         try:
             async with asyncio.timeout(self.call_timeout):
-                result = await session.call(tool_name, arguments, self.call_timeout)
+                result = await session.call(tool_name, arguments, self.call_timeout, progress)
         except TimeoutError:
             self._drop(session)  # the server may still be at it: end it, start again next time
             raise ToolError(
@@ -292,10 +305,14 @@ class _Session:
         """The output schema of the tool ``name``, as the server listed it."""
         return next((getattr(t, "output_schema", None) for t in self.tools if t.name == name), None)
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, progress: Any
+    ) -> Any:
         if self.broken or self.client is None:
             raise ConnectionError("the connection to the server is closed")
-        return await self.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        return await self.client.call_tool(
+            name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+        )
 
     async def close(self) -> None:
         """End the connection: the SDK closes a stdio server's stdin, then ends its process

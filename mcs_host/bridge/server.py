@@ -3,8 +3,10 @@ client, each call going through the orchestrator's validation, consent and audit
 
 Every protocol byte is the ``mcp`` SDK's (2.x, the ``mcs-host[mcp]`` extra). A tool that
 fails, arguments that do not validate and a refused consent become a tool result with
-``isError``, never a dead server; a cancelled request cancels the call. On stdio the SDK
-points descriptor 1 at stderr while serving, so what a driver prints never reaches the wire.
+``isError``, never a dead server; a cancelled request cancels the call, and what a driver
+says with :func:`~mcs_host.kit.report_progress` reaches a client that asked for progress. On
+stdio the SDK points descriptor 1 at stderr while serving, so what a driver prints never
+reaches the wire.
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
 travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
 the stack's system message. A result that is a JSON object is the structured content; any
@@ -13,11 +15,13 @@ other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcs_host._version import __version__
+from mcs_host.interfaces import progress_to
 from mcs_host.orchestration.messages import result_text
 
 if TYPE_CHECKING:
@@ -70,7 +74,19 @@ def mcp_server(
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        response = await stack.aexecute(_detection(params.name, params.arguments or {}))
+        loop = asyncio.get_running_loop()
+        sent: set[asyncio.Task[None]] = set()
+
+        def report(done: float, total: float | None, message: str | None) -> None:
+            def send() -> None:
+                task = loop.create_task(context.session.report_progress(done, total, message))
+                sent.add(task)
+                task.add_done_callback(sent.discard)
+
+            loop.call_soon_threadsafe(send)  # a driver reports from its worker thread too
+
+        with progress_to(report):
+            response = await stack.aexecute(_detection(params.name, params.arguments or {}))
         if response.call_failed:
             detail = response.call_detail or "the call failed"
             return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
