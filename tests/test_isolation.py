@@ -367,3 +367,44 @@ def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
     assert "missing 1 required positional argument: 'root'" in done.stdout
     assert "0 of 1 started in a process of their own (--live)." in done.stdout
     assert children(venv) == []
+
+
+def test_serve_isolate_serves_each_driver_from_its_own_process_and_leaves_none(
+    scene: dict[str, Any],
+) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    venv: Venv = scene["venv"]
+    server = StdioServerParameters(
+        command=str(venv.bin / "mcs-host"),
+        args=["serve", "--config", str(scene["config"]), "--isolate"],
+        env={
+            "PATH": f"{venv.bin}:/usr/bin:/bin",
+            "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
+            "HOME": str(scene["root"]),
+        },
+        cwd=str(scene["root"]),
+    )
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(server, read_timeout_seconds=60) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            seen["names"] = names
+            seen["crash"] = await client.call_tool("wild__crash", {})
+            seen["pid"] = await client.call_tool("wild__pid", {})
+            seen["csv"] = await client.call_tool("csv__read_csv_head", {"file": "sales.csv"})
+            seen["children"] = children(venv)
+
+    anyio.run(main)
+    assert {"wild__ok", "files__stat", "csv__read_csv_head"} <= seen["names"]
+    assert seen["crash"].is_error  # the driver's process died; the server did not
+    assert "its process ended" in seen["crash"].content[0].text
+    assert not seen["pid"].is_error
+    assert seen["csv"].structured_content["columns"] == ["month", "units"]
+    assert len(seen["children"]) == 5  # wild, fragile, capped, csv and files: one each
+    deadline = time.monotonic() + 15
+    while children(venv) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert children(venv) == []
