@@ -47,8 +47,10 @@ from mcs_host.trust.registry import (
     RegistryError,
     RegistrySource,
     TrustIndex,
+    command_line,
     default_registry_paths,
     load_index,
+    server_problem,
     state_directory,
     write_atomic,
 )
@@ -198,17 +200,15 @@ class MCPServerSettings(_Strict):
         given = [k for k in ("url", "command", "distribution") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of url, command and distribution, not {given}")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url {self.url!r} is not http(s)")
-        if self.command is not None and not (self.argv and self.argv[0]):
-            raise ValueError("command is empty")
+        problem = server_problem(self.url, self.command, self.args)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
     def argv(self) -> tuple[str, ...]:
         """The command line: ``command`` then ``args``."""
-        command = self.command or ()
-        return (*((command,) if isinstance(command, str) else command), *self.args)
+        return command_line(self.command, self.args)
 
 
 class HostConfig(_Strict):

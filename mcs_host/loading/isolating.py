@@ -43,15 +43,7 @@ def isolate(
     that mounts only it under the same registries and policy, strictly and without host
     plugins (the parent consents and audits); started when its tools are listed. ``paths``
     is the search path the host was given."""
-    _origins.grant_extras(("mcp",))  # this process now speaks MCP: its SDK is the host's
-    try:
-        import mcp  # noqa: F401, PLC0415 - the mcp extra
-    except ImportError:
-        raise Refused(
-            "failed",
-            "isolation-unavailable",
-            "it is to run isolated, which needs the MCP extra: pip install 'mcs-host[mcp]'",
-        ) from None
+    speak_mcp("isolation-unavailable", "it is to run isolated, which needs")
     registries = config.registries
     if registries is None:
         registries = tuple(default_registry_paths())
@@ -102,6 +94,18 @@ def start_isolated(driver: IsolatedDriver) -> tuple[Tool, ...]:
         driver.close()
         raise Refused("failed", "no-tools", "its process serves no tools")
     return tools
+
+
+def speak_mcp(reason: str, why: str) -> None:
+    """Make ready to speak MCP in this process (its SDK counts as the host's from now on), or
+    refuse with ``reason``: ``why`` the MCP extra is needed."""
+    _origins.grant_extras(("mcp",))
+    try:
+        import mcp  # noqa: F401, PLC0415 - the mcp extra
+    except ImportError:
+        raise Refused(
+            "failed", reason, f"{why} the MCP extra: pip install 'mcs-host[mcp]'"
+        ) from None
 
 
 def live_check(

@@ -29,7 +29,6 @@ from mcs_host.discovery import parse_entry_points
 from mcs_host.interfaces import ToolError
 from mcs_host.orchestration.calls import ToolCall
 from mcs_host.orchestration.orchestrator import Orchestrator
-from mcs_host.trust import _origins
 from mcs_host.trust.dependencies import (
     DependencyCheck,
     check_dependencies,
@@ -40,6 +39,7 @@ from mcs_host.trust.registry import MCPServerEntry, TrustIndex
 from mcs_host.trust.verification import TrustPolicy
 
 from .config import HostConfig, MCPServerSettings
+from .isolating import speak_mcp
 from .planning import ruled_out
 from .plugins import ask_consent
 from .records import LoadRecord, Progress, Refused, ServerCheck
@@ -261,15 +261,7 @@ def server_driver(
     check: ServerCheck, settings: MCPServerSettings, config: HostConfig
 ) -> MCPToolDriver:
     """The :class:`MCPToolDriver` for an allowed server (not connected yet)."""
-    _origins.grant_extras(("mcp",))  # this process now speaks MCP: its SDK is the host's
-    try:
-        import mcp  # noqa: F401, PLC0415 - the mcp extra
-    except ImportError:
-        raise Refused(
-            "failed",
-            "mcp-unavailable",
-            "mounting an MCP server needs the MCP extra: pip install 'mcs-host[mcp]'",
-        ) from None
+    speak_mcp("mcp-unavailable", "mounting an MCP server needs")
     timeout = settings.call_timeout or config.call_timeout or 60.0
     connect = max(config.timeout, 30.0)
     if check.transport == "http":

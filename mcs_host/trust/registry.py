@@ -241,19 +241,35 @@ class MCPServerEntry(_Strict):
         given = [k for k in ("url", "command", "distribution") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of url, command and distribution")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url {self.url!r} is not http(s)")
         if self.distribution is not None and normalize_name(self.distribution) != self.distribution:
             raise ValueError(f"write the PEP 503 name {normalize_name(self.distribution)!r}")
-        if self.command is not None and not (self.argv and self.argv[0]):
-            raise ValueError("command is empty")
+        problem = server_problem(self.url, self.command, self.args)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
     def argv(self) -> tuple[str, ...]:
         """The command line: ``command`` then ``args``."""
-        command = self.command or ()
-        return (*((command,) if isinstance(command, str) else command), *self.args)
+        return command_line(self.command, self.args)
+
+
+def command_line(command: str | Sequence[str] | None, args: Sequence[str]) -> tuple[str, ...]:
+    """An MCP server's command line: ``command`` (a program, or a whole command line) then
+    ``args``."""
+    command = command or ()
+    return (*((command,) if isinstance(command, str) else command), *args)
+
+
+def server_problem(
+    url: str | None, command: str | Sequence[str] | None, args: Sequence[str]
+) -> str | None:
+    """What is wrong with an MCP server's ``url`` or command, or ``None``."""
+    if url is not None and not url.startswith(("http://", "https://")):
+        return f"url {url!r} is not http(s)"
+    if command is not None and not (command_line(command, args) or ("",))[0]:
+        return "command is empty"
+    return None
 
 
 class Registry(_Strict):
