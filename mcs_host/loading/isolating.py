@@ -51,6 +51,7 @@ def isolate(
         update={
             "registries": registries,
             "drivers": {plan.label: plan.settings.model_copy(update={"isolation": "none"})},
+            "mcp_servers": {},  # the parent mounts those
             "autoload": False,
             "plugins": False,
             "isolation": "none",
