@@ -408,3 +408,22 @@ def test_serve_isolate_serves_each_driver_from_its_own_process_and_leaves_none(
     while children(venv) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert children(venv) == []
+
+
+def test_an_isolated_driver_s_process_mounts_nothing_else(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    # the configuration declares an MCP server besides the drivers: the host starts it once,
+    # and no isolated driver's process starts it again
+    marker = tmp_path / "started.txt"
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        scene["config"].read_text()
+        + "\n[trust]\nallow_unverified = true\n"
+        + f'[mcp_servers.echo]\ncommand = ["sh", "-c", "echo started >> {marker}"]\n'
+    )
+    venv: Venv = scene["venv"]
+    done = venv.run("mcs-host", "load", "--config", config, env={"HOME": str(scene["root"])})
+    assert "wild: isolated: runs in a process of its own" in done.stdout
+    assert marker.read_text().splitlines() == ["started"]
+    assert children(venv) == []
