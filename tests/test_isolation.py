@@ -427,3 +427,21 @@ def test_an_isolated_driver_s_process_mounts_nothing_else(
     assert "wild: isolated: runs in a process of its own" in done.stdout
     assert marker.read_text().splitlines() == ["started"]
     assert children(venv) == []
+
+
+def test_a_registry_entry_that_requires_isolation_wins_over_the_configuration(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    document = json.loads(scene["registry"].read_text())
+    document["drivers"][WILD_ID]["isolation"] = "process"
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps(document))
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(f'registries = ["{registry}"]\n[drivers.wild]\nisolation = "none"\n')
+    venv: Venv = scene["venv"]
+    env = {"HOME": str(scene["root"])}
+    done = venv.run("mcs-host", "load", "wild", "--config", config, "--json", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (mount,) = [m for m in json.loads(done.stdout)["drivers"] if m["label"] == "wild"]
+    assert (mount["status"], mount["isolation"]) == ("mounted", "process")
+    assert children(venv) == []

@@ -37,6 +37,21 @@ _TAIL = 4096
 """Bytes of the child's stderr read to say why it failed."""
 
 
+_CHILD = False
+
+
+def become_child() -> None:
+    """Mark this process as an isolated driver's: it mounts that driver itself, whatever its
+    registry entry says (isolating it again would start processes without end)."""
+    global _CHILD  # noqa: PLW0603 - one process, one role
+    _CHILD = True
+
+
+def is_child() -> bool:
+    """Whether this process is an isolated driver's (:func:`become_child`)."""
+    return _CHILD
+
+
 class IsolatedDriver(MCPToolDriver):
     """The driver mounted as ``label``, run by a child ``mcs-host`` that serves only it.
 

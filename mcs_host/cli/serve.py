@@ -127,7 +127,7 @@ def serve_command(
 def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
     """The configuration a parent host wrote for this child (one mount), with the mount's
     resource limits applied to this process before anything of the driver runs."""
-    from mcs_host.bridge.isolation import CONFIG_VARIABLE
+    from mcs_host.bridge.isolation import CONFIG_VARIABLE, become_child
     from mcs_host.loading.config import HostConfig
 
     raw = os.environ.pop(CONFIG_VARIABLE, None)  # the driver does not see it
@@ -141,6 +141,7 @@ def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
         fail("--isolated: give the one label the configuration mounts")
     _end_with_parent()
     _limit(settings.drivers[labels[0]].limits)
+    become_child()
     return settings
 
 

@@ -13,7 +13,7 @@ import time
 
 from pydantic import ValidationError
 
-from mcs_host.bridge.isolation import IsolatedDriver
+from mcs_host.bridge.isolation import IsolatedDriver, is_child
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.interfaces import ToolError
 from mcs_host.trust import _origins
@@ -30,6 +30,8 @@ __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
     """Whether the mount runs in a process of its own: its registry entry requires it, or its
     settings (else the host's) say so."""
+    if is_child():
+        return False  # this process is the isolation
     entry = ctx.index.entries.get(verification.driver_id or "")
     if entry is not None and getattr(entry, "isolation", None) == "process":
         return True
