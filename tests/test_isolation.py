@@ -89,6 +89,7 @@ with load_drivers(sys.argv[1]) as loaded:
         out["calls"].append(
             [name, response.call_failed, response.call_detail, response.tool_call_result]
         )
+    out["now"] = {r.label: [r.status, r.reason] for r in loaded.current_report().records}
 print(json.dumps(out, default=str))
 """
 
@@ -252,6 +253,9 @@ def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, An
     assert "the isolated driver 'fragile' failed 2 times in a row" in third[2]
     assert "it is not started again" in third[2]
     assert other[3] == "fine"  # the same driver, mounted again, is unaffected
+    assert out["now"]["fragile"] == ["failed", "restarts-exhausted"]  # the report as it stands
+    assert out["now"]["wild"] == ["mounted", "mounted"]
+    assert out["records"]["fragile"][0] == "mounted"  # the report of the load itself
     assert children(scene["venv"]) == []
 
 

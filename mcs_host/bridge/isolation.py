@@ -105,6 +105,11 @@ class IsolatedDriver(MCPToolDriver):
         """Whether it failed more times in a row than it may be restarted."""
         return self._failures > self.restarts
 
+    @property
+    def failures(self) -> int:
+        """How many times in a row its process failed (0 after a call that worked)."""
+        return self._failures
+
     def _describe(self) -> str:
         return f"the isolated driver {self.label!r}"
 

@@ -9,7 +9,7 @@ A :class:`Plan` says what to mount under a label; each stage of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -155,6 +155,26 @@ class Loaded:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.driver, self.report))
+
+    def current_report(self) -> LoadReport:
+        """The report as it stands now: a mount whose process failed more times in a row
+        than it may be restarted is ``failed`` (``restarts-exhausted``)."""
+        gave_up = {d.label: d.failures for d in self.owned if getattr(d, "failed", False)}
+        if not gave_up:
+            return self.report
+        records = tuple(
+            replace(
+                r,
+                status="failed",
+                reason="restarts-exhausted",
+                message=f"its process failed {gave_up[r.label]} times in a row; it is not "
+                "started again (load again to retry)",
+            )
+            if r.label in gave_up and r.status == "mounted"
+            else r
+            for r in self.report.records
+        )
+        return replace(self.report, records=records)
 
     def close(self) -> None:
         """End what the host started for this load (also done at interpreter exit)."""
