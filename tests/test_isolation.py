@@ -42,6 +42,7 @@ TOOLS = {
     "quit": "Call sys.exit(3).",
     "hang": "Loop forever.",
     "hog": "Allocate memory until there is none.",
+    "hoard": "Open files until no more may be opened.",
 }
 
 
@@ -69,6 +70,16 @@ class Driver(MCSToolDriver):
             chunks = []
             while True:
                 chunks.append(bytearray(64 * 2**20))
+        if tool_name == "hoard":
+            files = []
+            try:
+                while True:
+                    files.append(open(os.devnull))
+            except OSError as error:
+                raise RuntimeError(f"{error.strerror} after {len(files)}") from None
+            finally:
+                for file in files:
+                    file.close()
         return "fine"
 """
 
@@ -195,6 +206,8 @@ def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
         ("files__list_directory", {"path": "."}),
         ("wild__hog", {}),
         ("wild__ok", {}),
+        ("wild__hoard", {}),
+        ("wild__ok", {}),
     ]
     out = run_parent(scene, calls)
     records = out["records"]
@@ -234,6 +247,11 @@ def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
     assert results[10][1]  # past its memory limit
     assert "MemoryError" in results[10][2]
     assert results[11][3] == "fine"
+
+    assert results[12][1]  # past its open files limit (256, far below the default)
+    opened = int(results[12][2].rsplit("Too many open files after ", 1)[1])
+    assert 200 < opened < 256
+    assert results[13][3] == "fine"
 
     assert children(scene["venv"]) == []  # nothing left once the host closed them
 
