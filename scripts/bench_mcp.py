@@ -74,19 +74,27 @@ def per_call_us(call: Any, calls: int, repeat: int) -> float:
     return statistics.median(rounds)
 
 
+async def client_us(
+    client: Client, tool: str, arguments: dict[str, Any], calls: int, repeat: int
+) -> float:
+    """:func:`per_call_us` of ``client.call_tool(tool, arguments)``, the first call checked."""
+    first = await client.call_tool(tool, arguments)
+    assert not first.is_error, first
+    rounds = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(calls):
+            await client.call_tool(tool, arguments)
+        rounds.append((time.perf_counter() - started) / calls * 1e6)
+    return statistics.median(rounds)
+
+
 def in_memory_us(calls: int, repeat: int) -> float:
     server = mcp_server(Orchestrator({"lookups": Lookups(6)}))
 
     async def main() -> float:
         async with Client(server) as client:
-            await client.call_tool("lookup_3", ARGUMENTS)
-            rounds = []
-            for _ in range(repeat):
-                started = time.perf_counter()
-                for _ in range(calls):
-                    await client.call_tool("lookup_3", ARGUMENTS)
-                rounds.append((time.perf_counter() - started) / calls * 1e6)
-            return statistics.median(rounds)
+            return await client_us(client, "lookup_3", ARGUMENTS, calls, repeat)
 
     result: float = anyio.run(main)
     return result
@@ -136,18 +144,7 @@ def files_driver_us(directory: Path, calls: int, repeat: int) -> tuple[float, fl
     async def served() -> float:
         with open(os.devnull, "w") as quiet:  # its load report
             async with Client(stdio_client(server, errlog=quiet)) as client:
-                return await calls_of(client)
-
-    async def calls_of(client: Client) -> float:
-        first = await client.call_tool("stat", STAT)
-        assert not first.is_error, first
-        rounds = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            for _ in range(calls):
-                await client.call_tool("stat", STAT)
-            rounds.append((time.perf_counter() - started) / calls * 1e6)
-        return statistics.median(rounds)
+                return await client_us(client, "stat", STAT, calls, repeat)
 
     serve: float = anyio.run(served)
     return figures[0], figures[1], serve

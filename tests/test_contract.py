@@ -256,6 +256,16 @@ def test_public_names_resolve_and_import_is_lazy() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_loading_without_mcp_imports_neither_the_bridge_nor_asyncio() -> None:
+    # load, verify and list import the bridge (the SDK, asyncio) only when a mount needs it
+    code = (
+        "import sys, mcs_host.loading.host, mcs_host.loading.verify, mcs_host.cli.drivers; "
+        "print(sorted(m for m in ('asyncio', 'mcs_host.bridge', 'mcp') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_committed_json_schemas_are_current() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_schemas.py"), "--check"],

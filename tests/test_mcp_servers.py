@@ -222,7 +222,12 @@ def test_a_remote_server_is_pinned_by_url_labelled_remote_and_asks_consent(
     )
     detail = document["response"]["call_detail"]
     assert "each call to the MCP server 'remote' needs approval" in detail
-    assert "consent = false in [mcp_servers.remote]" in detail
+    assert 'unless its registry entry says "consent": false' in detail
+    # the configuration cannot waive what the registry asks for
+    waived = config(scene, tmp_path, "[mcp_servers.remote]\nconsent = false\n")
+    done = host(scene, "call", "add", "--args", '{"a": 2, "b": 3}', "--config", waived, "--json")
+    assert done.returncode == 1
+    assert "needs approval" in json.loads(done.stdout)["response"]["call_detail"]
     # a consent plugin that approves it: the call goes through
     venv = Venv.create(tmp_path / "venv")
     scene_venv: Venv = scene["venv"]

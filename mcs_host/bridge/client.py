@@ -108,6 +108,17 @@ class MCPToolDriver(MCSToolDriver):
         if not loop.is_running():
             loop.close()
 
+    @property
+    def failures(self) -> int:
+        """How many times in a row the connection failed (0 after a call that worked)."""
+        return self._failures
+
+    @property
+    def failed(self) -> bool:
+        """Whether it failed more times in a row than it may be restarted: it is not
+        connected again."""
+        return self._failures > self.restarts
+
     # -- the connection --------------------------------------------------------------------------
 
     def _submit(

@@ -8,7 +8,8 @@ mount's resource limits, verifies the driver again, imports it and serves it ove
 parent talks to it as an :class:`~mcs_host.bridge.client.MCPToolDriver` does.
 
 A call that crashes the child, makes it exit, or outlasts the call timeout fails with a
-:class:`ToolError` that names the driver and repeats what the child last said on stderr; the
+:class:`ToolError` that names the driver and repeats why the child said it failed (its
+``error:`` lines, a traceback's last line); the
 child is ended (its whole process group) and the next call starts another, at most
 ``restarts`` times in a row. A cancelled call ends the child too: a driver's call cannot be
 stopped inside its process.
@@ -35,21 +36,6 @@ SERVING = "mcs-host: serving\n"
 """What a child writes on stderr once it has loaded its driver and begins to serve."""
 _TAIL = 4096
 """Bytes of the child's stderr read to say why it failed."""
-
-
-_CHILD = False
-
-
-def become_child() -> None:
-    """Mark this process as an isolated driver's: it mounts that driver itself, whatever its
-    registry entry says (isolating it again would start processes without end)."""
-    global _CHILD  # noqa: PLW0603 - one process, one role
-    _CHILD = True
-
-
-def is_child() -> bool:
-    """Whether this process is an isolated driver's (:func:`become_child`)."""
-    return _CHILD
 
 
 class IsolatedDriver(MCPToolDriver):
@@ -99,16 +85,6 @@ class IsolatedDriver(MCPToolDriver):
                 health = facts.get("health")
                 return dict(health) if isinstance(health, dict) else None
         return None
-
-    @property
-    def failed(self) -> bool:
-        """Whether it failed more times in a row than it may be restarted."""
-        return self._failures > self.restarts
-
-    @property
-    def failures(self) -> int:
-        """How many times in a row its process failed (0 after a call that worked)."""
-        return self._failures
 
     def _describe(self) -> str:
         return f"the isolated driver {self.label!r}"

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
-_PR_SET_PDEATHSIG = 1
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
+_PR_SET_PDEATHSIG = 1
+"""Linux's ``prctl`` option: the signal a process gets when its parent dies."""
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -127,8 +128,9 @@ def serve_command(
 def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
     """The configuration a parent host wrote for this child (one mount), with the mount's
     resource limits applied to this process before anything of the driver runs."""
-    from mcs_host.bridge.isolation import CONFIG_VARIABLE, become_child
+    from mcs_host.bridge.isolation import CONFIG_VARIABLE
     from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.isolating import become_child
 
     raw = os.environ.pop(CONFIG_VARIABLE, None)  # the driver does not see it
     if raw is None:

@@ -192,7 +192,8 @@ class MCPServerSettings(_Strict):
     consent: bool | None = Field(
         default=None,
         description="Whether each call needs a consent plugin's approval; unset: what its "
-        "registry entry says, else yes. Only true can tighten a registry's false.",
+        "registry entry says, else yes. For a server a registry vouches for, only true "
+        "counts (the registry alone may waive consent).",
     )
 
     @model_validator(mode="after")

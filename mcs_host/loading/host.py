@@ -19,8 +19,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mcs_host.bridge.client import MCPToolDriver
-from mcs_host.bridge.isolation import IsolatedDriver
 from mcs_host.contract import Tool
 from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
 from mcs_host.orchestration.orchestrator import Orchestrator
@@ -153,7 +151,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         prompts=config.prompts,
         text_formats=formats,
     )
-    owned: list[MCPToolDriver] = []
+    owned: list[Any] = []  # MCPToolDrivers: isolated drivers, MCP servers
     for done, plan in enumerate(plans):
         if progress is not None:
             progress(done, len(plans), f"loading {plan.label}")
@@ -163,7 +161,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
                 orchestrator.mount(plan.label, driver, tools)
             except (ValueError, TypeError) as exc:
                 record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
-        if isinstance(driver, IsolatedDriver):
+        if isolating.is_isolated(driver):
             if record.status == "mounted":
                 owned.append(driver)
             else:
@@ -271,7 +269,7 @@ def _mount(
         timings=timings,
         warnings=tuple(dict.fromkeys(notes)),
         health=health,
-        isolation="process" if isinstance(driver, IsolatedDriver) else None,
+        isolation="process" if isolating.is_isolated(driver) else None,
     )
     return mounted, driver, tools
 
@@ -318,7 +316,7 @@ def _activate(
     """The driver made from ``obj``, checked, started, healthy, and its tools; an isolated
     driver's child does all but the last itself, when its tools are first listed."""
     timeout = plan.settings.timeout or ctx.config.timeout
-    if isinstance(obj, IsolatedDriver):
+    if isolating.is_isolated(obj):
         with _timed(timings, "start"):
             started = isolating.start_isolated(obj)
         return obj, started, obj.health

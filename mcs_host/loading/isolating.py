@@ -4,16 +4,19 @@
 settings or the host's say so); :func:`isolate` makes the :class:`IsolatedDriver` in place of
 importing the driver; :func:`start_isolated` starts the child and lists its tools. The child
 gets a configuration with only that mount, the parent's registries and policy, strict, and
-no host plugins: the parent consents and audits each call itself.
+no host plugins: the parent consents and audits each call itself. The bridge (and asyncio,
+which it imports) is imported only when a mount is isolated: a load without isolation does
+not pay for it.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from typing import TYPE_CHECKING, TypeGuard
 
 from pydantic import ValidationError
 
-from mcs_host.bridge.isolation import IsolatedDriver, is_child
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.interfaces import ToolError
 from mcs_host.trust import _origins
@@ -24,13 +27,32 @@ from .config import DriverSettings, HostConfig
 from .records import LiveCheck, Plan, Refused
 from .stages import Context, valid_tools
 
+if TYPE_CHECKING:
+    from mcs_host.bridge.isolation import IsolatedDriver
+
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
+
+_CHILD = False
+"""Whether this process is an isolated driver's (:func:`become_child`)."""
+
+
+def become_child() -> None:
+    """Mark this process as an isolated driver's: it mounts that driver itself, whatever its
+    registry entry says (isolating it again would start processes without end)."""
+    global _CHILD  # noqa: PLW0603 - one process, one role
+    _CHILD = True
+
+
+def is_isolated(obj: object) -> TypeGuard[IsolatedDriver]:
+    """Whether ``obj`` is an isolated driver (none exists before the bridge is imported)."""
+    bridge = sys.modules.get("mcs_host.bridge.isolation")
+    return bridge is not None and isinstance(obj, bridge.IsolatedDriver)
 
 
 def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
     """Whether the mount runs in a process of its own: its registry entry requires it, or its
     settings (else the host's) say so."""
-    if is_child():
+    if _CHILD:
         return False  # this process is the isolation
     entry = ctx.index.entries.get(verification.driver_id or "")
     if entry is not None and getattr(entry, "isolation", None) == "process":
@@ -46,6 +68,8 @@ def isolate(
     plugins (the parent consents and audits); started when its tools are listed. ``paths``
     is the search path the host was given."""
     speak_mcp("isolation-unavailable", "it is to run isolated, which needs")
+    from mcs_host.bridge.isolation import IsolatedDriver  # noqa: PLC0415 - only when isolating
+
     registries = config.registries
     if registries is None:
         registries = tuple(default_registry_paths())

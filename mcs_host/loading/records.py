@@ -157,9 +157,9 @@ class Loaded:
         return iter((self.driver, self.report))
 
     def current_report(self) -> LoadReport:
-        """The report as it stands now: a mount whose process failed more times in a row
-        than it may be restarted is ``failed`` (``restarts-exhausted``)."""
-        gave_up = {d.label: d.failures for d in self.owned if getattr(d, "failed", False)}
+        """The report as it stands now: an isolated driver or MCP server that failed more
+        times in a row than it may be restarted is ``failed`` (``restarts-exhausted``)."""
+        gave_up = {d.meta.name: d.failures for d in self.owned if d.failed}
         if not gave_up:
             return self.report
         records = tuple(
@@ -167,8 +167,8 @@ class Loaded:
                 r,
                 status="failed",
                 reason="restarts-exhausted",
-                message=f"its process failed {gave_up[r.label]} times in a row; it is not "
-                "started again (load again to retry)",
+                message=f"it failed {gave_up[r.label]} times in a row; it is not started or "
+                "connected again (load again to retry)",
             )
             if r.label in gave_up and r.status == "mounted"
             else r

@@ -10,7 +10,7 @@ code is never seen, which its record says (``isolation = "remote"``). Each call 
 needs a consent plugin's approval unless its registry entry, or the configuration, says
 otherwise. :func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console
 script is run by this interpreter from the verified copy (``python -I``, its location on the
-path), never looked up on ``PATH``.
+path), never looked up on ``PATH``. The bridge (and asyncio) is imported only to mount one.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcs_host.bridge.client import MCPToolDriver
 from mcs_host.contract import Tool
 from mcs_host.discovery import parse_entry_points
 from mcs_host.interfaces import ToolError
@@ -45,9 +44,12 @@ from .plugins import ask_consent
 from .records import LoadRecord, Progress, Refused, ServerCheck
 from .stages import Context, valid_tools
 
+if TYPE_CHECKING:
+    from mcs_host.bridge.client import MCPToolDriver
+
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
-_NONE = (None, None, False)
+_NONE = (None, None, None)
 """What :func:`mount_server` adds to the record of a server that did not mount."""
 
 _LAUNCH = (
@@ -88,9 +90,7 @@ def check_server(
         if entry is None:
             reason = "registry-conflict" if conflict else "not-in-registry"
             why = "; ".join(conflict) if conflict else "no registry describes one under it"
-            return _refused(
-                label, settings, reason, f"[mcp_servers.{label}] names no server, and {why}"
-            )
+            return _refused(label, reason, f"[mcp_servers.{label}] names no server, and {why}")
         url, distribution = entry.url, entry.distribution
         command = entry.argv if entry.command else None
         script = settings.script or entry.script
@@ -98,9 +98,10 @@ def check_server(
         url, command, distribution = given
         script = settings.script
     registered = entry is not None and _same(entry, url, command, distribution, script)
-    consent = settings.consent
-    if consent is None:
-        consent = entry.consent if registered and entry is not None else True
+    if registered and entry is not None:  # the configuration may only ask for consent
+        consent = entry.consent or settings.consent is True
+    else:
+        consent = settings.consent is not False
     trust = entry.trust if registered and entry is not None else None
     policy = TrustPolicy(
         allow_unverified=config.trust.allow_unverified,
@@ -144,17 +145,18 @@ def mount_servers(
 ) -> None:
     """Mount the configured MCP servers, each call to those that need consent asking for it
     (records and drivers added to ``records`` and ``owned``)."""
-    asking: list[str] = []
+    asking: dict[str, str] = {}
     for label, server in sorted(ctx.config.mcp_servers.items()):
         if progress is not None:
             progress(len(records), len(records) + 1, f"connecting to the MCP server {label}")
         taken = {r.label for r in records}
-        record, mcp, tools, consent = mount_server(ctx, label, server, labels, taken)
+        record, mcp, tools, waiver = mount_server(ctx, label, server, labels, taken)
         if mcp is not None:
             try:
                 orchestrator.mount(label, mcp, tools)
                 owned.append(mcp)
-                asking += [label] if consent else []
+                if waiver is not None:
+                    asking[label] = waiver
             except (ValueError, TypeError) as exc:
                 mcp.close()
                 record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
@@ -170,11 +172,11 @@ def mount_server(
     settings: MCPServerSettings,
     labels: Sequence[str],
     taken: Iterable[str],
-) -> tuple[LoadRecord, MCPToolDriver | None, tuple[Tool, ...] | None, bool]:
+) -> tuple[LoadRecord, MCPToolDriver | None, tuple[Tool, ...] | None, str | None]:
     """Check the server, start it (connect) and list its tools: its record, and when it
-    mounted the driver, its tools and whether each call needs consent."""
+    mounted the driver, its tools and, when each call needs consent, what would waive it."""
     record = LoadRecord(label, "failed", "", "", kind="mcp")
-    skipped = _skip_reason(ctx.config, label, settings, labels)
+    skipped = skip_reason(ctx.config, label, settings, labels)
     if skipped is not None:
         return replace(record, status="skipped", reason=skipped[0], message=skipped[1]), *_NONE
     if label in taken:
@@ -223,33 +225,39 @@ def mount_server(
         message=f"{len(tools)} tools from {check.target} ({consent})",
         tools=tuple(t.name for t in tools),
     )
-    return mounted, driver, tools, check.consent
+    if not check.consent:
+        return mounted, driver, tools, None
+    if check.trust is not None:  # vouched for by a registry entry, which alone may waive it
+        return mounted, driver, tools, 'unless its registry entry says "consent": false'
+    return mounted, driver, tools, f"or set consent = false in [mcp_servers.{label}]"
 
 
-def needs_consent(stack: Orchestrator, labels: Iterable[str]) -> Callable[[ToolCall], str | None]:
+def needs_consent(
+    stack: Orchestrator, waivers: Mapping[str, str]
+) -> Callable[[ToolCall], str | None]:
     """For a call: why it needs a consent plugin's explicit approval (it goes to a server of
-    ``labels``), or ``None``."""
-    wanted = frozenset(labels)
+    ``waivers``, which says for each what would waive it), or ``None``."""
 
     def needs(call: ToolCall) -> str | None:
         try:
             label, _ = stack.route(call.name)
         except LookupError:
             return None
-        if label not in wanted:
+        if label not in waivers:
             return None
         return (
             f"each call to the MCP server {label!r} needs approval: a host plugin's "
-            f"mcs_host_consent hook must approve it (or set consent = false in "
-            f"[mcp_servers.{label}])"
+            f"mcs_host_consent hook must approve it ({waivers[label]})"
         )
 
     return needs
 
 
-def _skip_reason(
+def skip_reason(
     config: HostConfig, label: str, settings: MCPServerSettings, labels: Sequence[str]
 ) -> tuple[str, str] | None:
+    """``(reason, message)`` when the server is left out: not asked for, disabled, denied or
+    not allowed; ``None`` when it goes ahead."""
     if labels and label not in labels:
         return "not-requested", "not among the labels asked for"
     if not settings.enabled:
@@ -262,6 +270,8 @@ def server_driver(
 ) -> MCPToolDriver:
     """The :class:`MCPToolDriver` for an allowed server (not connected yet)."""
     speak_mcp("mcp-unavailable", "mounting an MCP server needs")
+    from mcs_host.bridge.client import MCPToolDriver  # noqa: PLC0415 - only when mounting one
+
     timeout = settings.call_timeout or config.call_timeout or 60.0
     connect = max(config.timeout, 30.0)
     if check.transport == "http":
@@ -372,7 +382,7 @@ def _same(
     return script is None or entry.script is None or script == entry.script
 
 
-def _refused(label: str, settings: MCPServerSettings, reason: str, message: str) -> ServerCheck:
+def _refused(label: str, reason: str, message: str) -> ServerCheck:
     return ServerCheck(label, "stdio", "", "rejected", reason, message, False, True)
 
 

@@ -20,9 +20,9 @@ from mcs_host.trust.verification import TrustPolicy, Verification, verify_candid
 
 from .config import HostConfig
 from .isolating import live_check
-from .planning import admitted, ruled_out, settle_conflicts
+from .planning import admitted, settle_conflicts
 from .records import Progress, VerifyRecord, VerifyReport
-from .servers import check_server
+from .servers import check_server, skip_reason
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
@@ -90,9 +90,7 @@ def verify_installed(
     servers = tuple(
         check_server(config, index, label, settings, search)
         for label, settings in sorted(config.mcp_servers.items())
-        if (not labels or label in labels)
-        and settings.enabled
-        and ruled_out(config, {label}) is None
+        if skip_reason(config, label, settings, labels) is None
     )
     known |= {s.label for s in servers}
     return VerifyReport(
