@@ -126,6 +126,7 @@ from .trust.verification import (
 from .trust.importer import (
     check_runtime_meta as check_runtime_meta,
     extension_module_files as extension_module_files,
+    shared_library_files as shared_library_files,
     import_driver as import_driver,
     ImportRefusedError as ImportRefusedError,
     IntegrityError as IntegrityError,

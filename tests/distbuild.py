@@ -7,6 +7,8 @@ with pip: into a ``--target`` directory or into a venv created with ``python -m 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import socket
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +93,25 @@ def build_wheel(source: Path, out: Path) -> Path:
     if done.returncode:
         raise RuntimeError(f"building {source} failed:\n{done.stderr}")
     return out / done.stdout.strip().splitlines()[-1]
+
+
+def vendor_into_wheel(wheel: Path, files: Mapping[str, Path]) -> Path:
+    """Add ``files`` (path in the wheel -> file) to ``wheel`` and its RECORD, as auditwheel's
+    repair adds a ``NAME.libs/`` directory of shared libraries; returns the wheel."""
+    with zipfile.ZipFile(wheel) as original:
+        members = {info.filename: original.read(info) for info in original.infolist()}
+    (record,) = [name for name in members if name.endswith(".dist-info/RECORD")]
+    rows = [r for r in members[record].decode().splitlines() if r and not r.startswith(record)]
+    for name, source in files.items():
+        data = source.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        members[name] = data
+        rows.append(f"{name},sha256={digest},{len(data)}")
+    members[record] = ("\n".join([*rows, f"{record},,"]) + "\n").encode()
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as repaired:
+        for name in sorted(members, key=lambda n: (n == record, n)):
+            repaired.writestr(name, members[name])
+    return wheel
 
 
 def pip(*args: str, python: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -153,7 +153,9 @@ def admit_dependencies(
         for check in checks:
             if check.status == "pinned" and check.location is not None:
                 owner = f"{check.distribution} {check.version}"
-                ctx.gate.register(check.location, check.modules, check.extensions, owner)
+                ctx.gate.register(
+                    check.location, check.modules, check.extensions, owner, check.libraries
+                )
                 refuse_imported_elsewhere(ctx.gate, check.modules, check.extensions)
     except IntegrityError as exc:
         raise Refused("rejected", "integrity", str(exc)) from None

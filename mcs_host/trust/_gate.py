@@ -104,12 +104,15 @@ class VerifiedImporter:
         modules: Sequence[Any],
         extensions: Sequence[Any] = (),
         owner: str = "a verified distribution",
+        libraries: Sequence[Any] = (),
     ) -> None:
         """Claim ``modules`` (source) and ``extensions`` (extension modules), the
-        :class:`~mcs_host.integrity.ModuleFile` records of a distribution installed under
+        :class:`~mcs_host.trust.digest.ModuleFile` records of a distribution installed under
         ``location``, for import from their verified bytes only; and the namespace packages on
-        their dotted paths. Raises :class:`IntegrityError` when another verified distribution
-        claims a name for other bytes."""
+        their dotted paths. Its ``libraries`` (the :class:`~mcs_host.trust.digest.FileEntry`
+        of each shared object it ships) are what its extension modules may link. Raises
+        :class:`IntegrityError` when another verified distribution claims a name for other
+        bytes."""
         claims = [_Claim(location, m, False, owner) for m in modules]
         claims += [_Claim(location, m, True, owner) for m in extensions]
         regular = {c.module.name for c in claims if c.module.package}
@@ -150,6 +153,10 @@ class VerifiedImporter:
             folders = self._namespaces.setdefault(name, [])
             if folder not in folders:
                 folders.append(folder)
+        if libraries:
+            from ._native import linker
+
+            linker().add_libraries(location, {entry.path: entry for entry in libraries})
         self._verdicts.clear()
 
     def claims(self, name: str) -> bool:
@@ -220,7 +227,7 @@ class VerifiedImporter:
 
             return verified_spec(
                 fullname,
-                _origin(claim),
+                claim.location,
                 claim.module,
                 claim.extension,
                 self.builtins_for_verified(),

@@ -1,36 +1,28 @@
 """The loaders of verified modules: the bytes compiled or linked are the bytes checked.
 
-A source module is read once without following links, checked for size and sha256 against
-the verified listing, and those same bytes are compiled; a cached ``.pyc`` is never read nor
-written. An extension module is read the same way into a private in-memory copy, and the
-dynamic linker loads that copy. The import gate (:mod:`mcs_host.trust._gate`) hands these
+A source module is read once without following links and checked for size and sha256 against
+the verified listing; those same bytes are compiled. A ``.pyc`` is never read nor written. An extension module is read the same way into a
+private copy that the dynamic linker loads, after the verified libraries it links
+(:mod:`mcs_host.trust._native`). The import gate (:mod:`mcs_host.trust._gate`) hands these
 loaders out for the modules it claims.
 """
 
 from __future__ import annotations
 
 import _imp
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from importlib.machinery import EXTENSION_SUFFIXES
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import IntegrityError
+from ._native import copy_verified, linker
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
     from .digest import ModuleFile
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_CHUNK = 1024 * 1024
 
 
 class _VerifiedLoader(importlib.machinery.SourceFileLoader):
@@ -45,7 +37,7 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         chunks: list[bytes] = []
-        _copy_verified(self.path, self.expected, chunks.append)
+        copy_verified(self.path, self.expected, chunks.append)
         return compile(b"".join(chunks), self.path, "exec", dont_inherit=True)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -54,19 +46,16 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
 
 
 class _VerifiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
-    """Loads one extension module from a private copy of its verified bytes."""
+    """Loads one extension module from a private copy of its verified bytes, after the
+    verified libraries it links (:mod:`mcs_host.trust._native`)."""
 
-    def __init__(self, fullname: str, path: str, expected: ModuleFile) -> None:
+    def __init__(self, fullname: str, path: str, expected: ModuleFile, location: str) -> None:
         super().__init__(fullname, path)
         self.expected = expected
+        self.location = location
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
-        with _private_file() as (write, copy):
-            _copy_verified(self.path, self.expected, write)
-            stand_in = importlib.machinery.ModuleSpec(
-                spec.name, importlib.machinery.ExtensionFileLoader(spec.name, copy), origin=copy
-            )
-            module: ModuleType = _imp.create_dynamic(stand_in)
+        module = linker().load_extension(spec, self.location, self.expected)
         module.__file__ = self.path
         return module
 
@@ -74,65 +63,19 @@ class _VerifiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
         _imp.exec_dynamic(module)
 
 
-def _copy_verified(path: str, expected: ModuleFile, write: Callable[[bytes], object]) -> None:
-    """Pass the bytes of ``path`` to ``write`` as they are read, then raise
-    :class:`IntegrityError` unless they were the verified size and sha256 (the caller uses
-    them only after this returns)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-    except OSError as exc:
-        raise IntegrityError(f"{path} cannot be opened for import: {exc.strerror}") from None
-    digest = hashlib.sha256()
-    total = 0
-    with os.fdopen(fd, "rb") as f:
-        while total <= expected.size and (chunk := f.read(min(_CHUNK, expected.size + 1 - total))):
-            digest.update(chunk)
-            write(chunk)
-            total += len(chunk)
-    actual = digest.hexdigest()
-    if total != expected.size or actual != expected.sha256:
-        raise IntegrityError(
-            f"{path} changed after verification: sha256 {actual} ({total} bytes), "
-            f"verified {expected.sha256} ({expected.size} bytes); not imported"
-        )
-
-
-@contextmanager
-def _private_file() -> Iterator[tuple[Callable[[bytes], object], str]]:
-    """A writer and the path of a file only this process can reach: an anonymous memory file
-    where the system has one, else a file in a private temporary directory."""
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is not None:
-        fd = memfd("mcs-host-verified-extension", getattr(os, "MFD_CLOEXEC", 0))
-        try:
-            yield (lambda chunk: _write_all(fd, chunk)), f"/proc/self/fd/{fd}"
-        finally:
-            os.close(fd)
-        return
-    with tempfile.TemporaryDirectory(prefix="mcs-host-") as directory:
-        path = os.path.join(directory, "extension" + EXTENSION_SUFFIXES[0])
-        with open(path, "xb", buffering=0) as f:
-            yield f.write, path
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def verified_spec(
     fullname: str,
-    origin: str,
+    location: str,
     expected: ModuleFile,
     extension: bool,
     builtins: dict[str, Any],
 ) -> ModuleSpec:
-    """The spec the import gate returns for a claimed module; a source module runs with
-    ``builtins`` (the gate's guarded ``import``)."""
+    """The spec the import gate returns for a module it claims, installed under
+    ``location``; a source module runs with ``builtins`` (the gate's guarded ``import``)."""
+    origin = os.path.join(location, *expected.path.split("/"))
     loader: importlib.machinery.SourceFileLoader | importlib.machinery.ExtensionFileLoader
     if extension:
-        loader = _VerifiedExtensionLoader(fullname, origin, expected)
+        loader = _VerifiedExtensionLoader(fullname, origin, expected, location)
     else:
         loader = _VerifiedLoader(fullname, origin, expected, builtins)
     spec = importlib.util.spec_from_file_location(

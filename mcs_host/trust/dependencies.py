@@ -32,8 +32,15 @@ from mcs_host.discovery import (
 )
 
 from . import _origins
-from .digest import ModuleFile, TreeScan, editable_source, module_files, scan_installed
-from .importer import extension_module_files, is_verified_module
+from .digest import (
+    FileEntry,
+    ModuleFile,
+    TreeScan,
+    editable_source,
+    module_files,
+    scan_installed,
+)
+from .importer import extension_module_files, is_verified_module, shared_library_files
 from .registry import ReleaseEntry, TrustIndex
 from .verification import TrustPolicy, release_decision
 
@@ -68,6 +75,8 @@ class DependencyCheck:
     modules: tuple[ModuleFile, ...] = ()
     extensions: tuple[ModuleFile, ...] = ()
     """Its verified extension modules."""
+    libraries: tuple[FileEntry, ...] = ()
+    """Its verified shared objects, which its extension modules may link."""
     files: tuple[str, ...] = ()
     """Its installed files (paths under ``location``), read for a dependency the policy may
     allow though unverified."""
@@ -195,6 +204,7 @@ def _check(
         dist_info,
         module_files(scan.digest),
         extension_module_files(scan.digest),
+        shared_library_files(scan.digest),
     )
 
 

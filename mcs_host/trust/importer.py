@@ -19,7 +19,6 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -28,12 +27,10 @@ from mcs_host.contract import DriverMeta
 from ._errors import IntegrityError
 from ._gate import ImportRefusedError, VerifiedImporter, gate
 from ._loaders import is_verified_module, loaded_from
+from ._native import is_shared_library
 from ._origins import editable_tree
-from .digest import ModuleFile, TreeDigest
+from .digest import FileEntry, ModuleFile, TreeDigest
 from .verification import Verification
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ImportRefusedError",
@@ -43,6 +40,7 @@ __all__ = [
     "extension_module_files",
     "import_driver",
     "is_verified_module",
+    "shared_library_files",
     "verified_importer",
 ]
 
@@ -58,6 +56,12 @@ def extension_module_files(digest: TreeDigest) -> tuple[ModuleFile, ...]:
         if parts and all(part.isidentifier() for part in parts):
             found.append(ModuleFile(".".join(parts), entry.path, entry.sha256, entry.size, False))
     return tuple(found)
+
+
+def shared_library_files(digest: TreeDigest) -> tuple[FileEntry, ...]:
+    """Every shared object in a listing (extension modules and the libraries they link, such
+    as an auditwheel ``NAME.libs/`` directory's)."""
+    return tuple(e for e in digest.entries if is_shared_library(e.path))
 
 
 def verified_importer() -> VerifiedImporter:
@@ -84,12 +88,10 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
     verified = verification.status in ("pinned", "signed")
     owner = f"{candidate.distribution} {candidate.version}"
     if verified:
-        extensions = (
-            extension_module_files(verification.scan.digest)
-            if verification.scan is not None and verification.scan.digest is not None
-            else ()
-        )
-        importer.register(candidate.location, verification.modules, extensions, owner)
+        digest = verification.scan.digest if verification.scan is not None else None
+        extensions = extension_module_files(digest) if digest is not None else ()
+        libraries = shared_library_files(digest) if digest is not None else ()
+        importer.register(candidate.location, verification.modules, extensions, owner, libraries)
         importer.install()
         refuse_imported_elsewhere(importer, verification.modules, extensions)
     else:
