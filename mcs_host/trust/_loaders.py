@@ -1,7 +1,9 @@
 """The loaders of verified modules: the bytes compiled or linked are the bytes checked.
 
 A source module is read once without following links and checked for size and sha256 against
-the verified listing; those same bytes are compiled. A ``.pyc`` is never read nor written. An extension module is read the same way into a
+the verified listing; those same bytes are compiled, or the code compiled from them before is
+taken from the authenticated bytecode cache (:mod:`mcs_host.trust._bytecode`). A ``.pyc`` in
+``__pycache__`` is never read nor written. An extension module is read the same way into a
 private copy that the dynamic linker loads, after the verified libraries it links
 (:mod:`mcs_host.trust._native`). The import gate (:mod:`mcs_host.trust._gate`) hands these
 loaders out for the modules it claims.
@@ -16,6 +18,7 @@ import os
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ._bytecode import bytecode_cache
 from ._errors import IntegrityError
 from ._native import copy_verified, linker
 
@@ -38,7 +41,13 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname: str) -> CodeType:
         chunks: list[bytes] = []
         copy_verified(self.path, self.expected, chunks.append)
-        return compile(b"".join(chunks), self.path, "exec", dont_inherit=True)
+        cache = bytecode_cache()
+        code = None if cache is None else cache.get(self.expected.sha256, self.path)
+        if code is None:
+            code = compile(b"".join(chunks), self.path, "exec", dont_inherit=True)
+            if cache is not None:
+                cache.put(self.expected.sha256, code)
+        return code
 
     def exec_module(self, module: ModuleType) -> None:
         module.__dict__["__builtins__"] = self.builtins

@@ -42,6 +42,7 @@ from mcs_host._files import (
     read_bytes,
     validation_lines,
 )
+from mcs_host._places import state_directory
 from mcs_host.discovery import normalize_name
 
 from .signatures import Envelope, PublicKey, SignatureError
@@ -474,14 +475,6 @@ def _damaged(path: str, field: str, problem: str) -> RegistryError:
 def _json_type(value: object) -> str:
     return {type(None): "null", bool: "a boolean", list: "an array", str: "a string"}.get(
         type(value), "a number"
-    )
-
-
-def state_directory() -> str:
-    """Where the host keeps what it accepted: ``$MCS_HOST_STATE_DIR``, else
-    ``$XDG_STATE_HOME/mcs-host``, else ``~/.local/state/mcs-host``."""
-    return os.environ.get("MCS_HOST_STATE_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mcs-host"
     )
 
 
