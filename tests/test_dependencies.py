@@ -135,6 +135,31 @@ def test_a_pinned_dependency_is_imported_from_verified_bytes(
     assert not [w for w in warnings if "helper" in w]
 
 
+def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    registry = tmp_path / "registry.json"
+    done = scene["venv"].run(
+        "mcs-host", "lock", "declares", "--distribution", "helper-lib", "--registry", registry
+    )
+    assert done.returncode == 0, done.stderr
+    written = json.loads(registry.read_text())
+    assert [e["label"] for e in written["drivers"].values()] == ["declares"]
+    assert list(written["libraries"]) == ["helper-lib"]
+    status, reason, warnings = load(scene, tmp_path, str(registry), labels=("declares",))[
+        "declares"
+    ]
+    assert (status, reason, warnings) == ("mounted", "mounted", [])  # the library is pinned
+    wrong = scene["venv"].run(
+        "mcs-host", "lock", "nope", "--distribution", "helper-lib", "--registry", registry
+    )
+    assert (wrong.returncode, wrong.stderr.strip()) == (
+        2,
+        "error: no installed driver has the label nope",
+    )
+    assert json.loads(registry.read_text()) == written  # nothing written
+
+
 def test_an_unpinned_dependency_is_reported_and_refused_under_the_strict_policy(
     scene: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from mcs_host.discovery import PLUGIN_GROUP, discover
+from mcs_host.discovery import PLUGIN_GROUP, Candidate, discover
 
 from .console import Progress
 from .documents import AllowDocument, LockDocument, schema_urn
@@ -131,7 +131,7 @@ def lock_drivers(
     releases: list[Release]
     try:
         with Progress(not as_json) as progress:
-            releases = _releases(labels, wheel, distribution, path, progress)
+            releases = _releases(labels, wheel, distribution, path, progress, declared)
         updated = lock(
             current,
             releases,
@@ -154,9 +154,11 @@ def _releases(
     distributions: Sequence[str] | None,
     path: Sequence[Path] | None,
     progress: Progress,
+    declared: Mapping[str, str] | None = None,
 ) -> list[Release]:
-    """The releases ``lock`` pins: the wheels and distributions named, else the installed
-    drivers and host plugins (or only ``labels``)."""
+    """The releases ``lock`` pins: the wheels and distributions named, and the installed
+    drivers and host plugins with the ``labels`` that none of them ships (without wheels or
+    distributions: every installed one, or only ``labels``)."""
     from mcs_host.discovery import installed_distribution
     from mcs_host.trust.release import (
         release_from_candidates,
@@ -165,14 +167,7 @@ def _releases(
     )
 
     if not (wheels or distributions):
-        found = discover(path)
-        plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
-        candidates = (*found.candidates, *plugins.candidates)
-        wanted = [c for c in candidates if not labels or c.label in labels]
-        missing = sorted(set(labels or ()) - {c.label for c in wanted})
-        if missing:
-            fail(f"no installed driver has the label {', '.join(missing)}")
-        return release_from_candidates(wanted, progress)
+        return release_from_candidates(_installed_drivers(labels, path), progress)
     named: list[Path | str] = [*(wheels or ()), *(distributions or ())]
     releases = []
     search = [os.fspath(p) for p in path] if path else sys.path
@@ -186,7 +181,26 @@ def _releases(
             fail(f"{item} is not installed")
         dist_name, version, metadata_path, _ = found_dist
         releases.append(release_from_installed(metadata_path, dist_name, version))
+    shipped = {label for r in releases for label, _ in r.entry_points} | set(declared or {})
+    others = [label for label in labels or () if label not in shipped]
+    if others:
+        releases += release_from_candidates(_installed_drivers(others, path), progress)
     return releases
+
+
+def _installed_drivers(
+    labels: Sequence[str] | None, path: Sequence[Path] | None
+) -> list[Candidate]:
+    """The installed drivers and host plugins with ``labels`` (every one without labels);
+    a label no installed one has ends the command."""
+    found = discover(path)
+    plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
+    candidates = (*found.candidates, *plugins.candidates)
+    wanted = [c for c in candidates if not labels or c.label in labels]
+    missing = sorted(set(labels or ()) - {c.label for c in wanted})
+    if missing:
+        fail(f"no installed driver has the label {', '.join(missing)}")
+    return wanted
 
 
 def _report_pins(target: str, releases: list[Release], as_json: bool) -> None:

@@ -1,0 +1,141 @@
+"""Drivers the world writes: a driver that imports numpy and pandas, with their wheels from
+the package index (auditwheel-repaired: ``numpy.libs/`` holds OpenBLAS, gfortran, quadmath),
+pinned with one ``lock``, verified, loaded in process and isolated, and its tool answering
+with numbers ``numpy.linalg`` and pandas computed. Needs the package registry (deselect with
+``-m "not network"``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import Project, Venv, build_wheel, pip
+
+pytestmark = [pytest.mark.venv, pytest.mark.network]
+
+SCIENCE = ["numpy==2.4.6", "pandas==3.1.1"]
+DRIVER_ID = "7c1f0000-0000-4000-8000-0000000000f3"
+
+DRIVER = """\
+import numpy as np
+import pandas as pd
+
+from mcs_host import MCSToolDriver, Tool, ToolParameter
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [
+            Tool(
+                name="solve",
+                description="Solve A x = b; describe x.",
+                parameters=[
+                    ToolParameter(name="matrix", description="A, square.", required=True,
+                                  schema={"type": "array"}),
+                    ToolParameter(name="vector", description="b.", required=True,
+                                  schema={"type": "array"}),
+                ],
+            )
+        ]
+
+    def execute_tool(self, tool_name, arguments):
+        x = np.linalg.solve(np.array(arguments["matrix"]), np.array(arguments["vector"]))
+        frame = pd.DataFrame({"x": x})
+        return {"x": [round(float(v), 9) for v in x], "mean": round(float(frame["x"].mean()), 9)}
+"""
+MANIFEST = {
+    "format": "mcs-driver-manifest/1",
+    "drivers": {
+        "Driver": {
+            "id": DRIVER_ID,
+            "name": "np-stats",
+            "version": "1.0.0",
+            "trust": {"publisher": "Fixture Co"},
+        }
+    },
+}
+ARGS = json.dumps({"matrix": [[2, 1], [1, 3]], "vector": [3, 5]})
+
+
+@pytest.fixture(scope="module")
+def science(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> dict[str, Any]:
+    """numpy and pandas from the index, the driver, and a registry one lock wrote."""
+    root = tmp_path_factory.mktemp("science")
+    venv = Venv.create(root / "venv")
+    venv.uv_install("mcs-host[mcp]", wheelhouse=wheelhouse, cache=uv_cache)  # mcp: --isolate
+    report = root / "installed.json"
+    pip("install", "--only-binary", ":all:", "--report", str(report), *SCIENCE,
+        python=venv.python)  # fmt: skip
+    libraries = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    project = Project(
+        "np-stats",
+        files={"np_stats/__init__.py": DRIVER, "np_stats/mcs-driver.json": json.dumps(MANIFEST)},
+        entry_points={"mcs.drivers": {"np-stats": "np_stats:Driver"}},
+        dependencies=["mcs-host", "numpy", "pandas"],
+    )
+    wheel = build_wheel(project.write(root / "src"), root / "wheels")
+    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    registry = root / "registry.json"
+    named = [arg for name in libraries for arg in ("--distribution", name)]
+    done = venv.run("mcs-host", "lock", "np-stats", *named, "--registry", registry)
+    assert done.returncode == 0, done.stderr
+    return {"venv": venv, "registry": registry, "root": root, "libraries": libraries}
+
+
+def run(science: dict[str, Any], *args: str | Path) -> tuple[int, str, str]:
+    done = science["venv"].run(
+        "mcs-host", *args, "--registry", science["registry"],
+        env={"MCS_HOST_STATE_DIR": str(science["root"] / "state")},
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_one_lock_pins_the_driver_and_every_library_it_imports(science: dict[str, Any]) -> None:
+    written = json.loads(science["registry"].read_text())
+    assert [e["label"] for e in written["drivers"].values()] == ["np-stats"]
+    assert {"numpy", "pandas"} <= set(written["libraries"])
+    assert set(written["libraries"]) == set(science["libraries"])
+    code, out, _ = run(science, "verify", "--allow-extensions")
+    assert code == 0, out
+    assert "1 of 1 drivers may be loaded; 1 would run only verified code." in out
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
+def test_a_numpy_and_pandas_driver_loads_verified_and_computes(
+    science: dict[str, Any], isolate: bool
+) -> None:
+    flags = ["--isolate"] if isolate else []
+    code, out, err = run(
+        science, "call", "solve", "--args", ARGS, "--allow-extensions", "--json", *flags
+    )
+    assert code == 0, err
+    document = json.loads(out)
+    (record,) = document["load"]["drivers"]
+    assert (record["status"], record["verification"]) == ("mounted", "pinned")
+    assert document["response"]["tool_call_result"] == {"x": [0.8, 1.4], "mean": 1.1}
+
+
+def test_a_tampered_openblas_in_numpy_libs_is_refused_naming_it(science: dict[str, Any]) -> None:
+    site = science["venv"].site_packages
+    (openblas,) = (site / "numpy.libs").glob("libscipy_openblas*.so")
+    genuine = openblas.read_bytes()
+    # the same size, one byte changed: only its hash can tell
+    openblas.write_bytes(genuine[:4096] + bytes([genuine[4096] ^ 0xFF]) + genuine[4097:])
+    try:
+        code, out, _ = run(science, "verify", "--allow-extensions")
+        assert code == 1
+        assert f"numpy.libs/{openblas.name}" in out
+        code, out, _ = run(science, "load", "--allow-extensions", "--json")
+        (record,) = json.loads(out)["drivers"]
+        assert (record["status"], record["reason"]) == ("rejected", "dependency-rejected")
+        assert f"numpy.libs/{openblas.name} does not match its RECORD hash" in record["message"]
+    finally:
+        openblas.write_bytes(genuine)
