@@ -175,6 +175,7 @@ RESPONSE_FLOW = (
     "messages",
     "prompting",
     "streaming",
+    "routing",
     "orchestrator",
     "runner",
 )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -94,6 +97,59 @@ def test_tools_can_be_mounted_and_unmounted_at_run_time() -> None:
         stack.mount("echo", Echo())
     with pytest.raises(ValueError, match="use letters, digits"):
         stack.mount("a__b", Echo())
+
+
+class Named(MCSToolDriver):
+    """A ToolDriver whose tools are only names."""
+
+    def __init__(self, *tools: str) -> None:
+        self.tools = tools
+
+    def list_tools(self) -> list[Any]:
+        return [{"name": name, "description": "A tool."} for name in self.tools]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return tool_name
+
+
+def _expected_names(drivers: dict[str, Named], always: bool) -> list[str]:
+    """The naming rule, all at once: a shared, invalid or (always) any name gets its label;
+    two final names that still meet get a hash of label and name as well."""
+    owned = [(label, name) for label, driver in drivers.items() for name in driver.tools]
+    counts = Counter(name for _, name in owned)
+    finals = [
+        tool_name(f"{label}__{name}")
+        if always or counts[name] > 1 or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name)
+        else name
+        for label, name in owned
+    ]
+    clashes = {name for name, count in Counter(finals).items() if count > 1}
+    for index, (label, name) in enumerate(owned):
+        if finals[index] in clashes:
+            digest = hashlib.sha256(f"{label}\0{name}".encode()).hexdigest()[:8]
+            finals[index] = f"{tool_name(f'{label}__{name}')[:55]}_{digest}"
+    return finals
+
+
+@pytest.mark.parametrize("always", [False, True], ids=["on-collision", "always"])
+def test_mounting_one_at_a_time_names_every_tool_as_mounting_all_at_once(always: bool) -> None:
+    pool = ["add", "echo", "math.add", "m__math_add", "a__add", "x" * 70, "b__echo", "ping"]
+    chooser = random.Random(7)  # noqa: S311 - a fixed sequence of test cases
+    drivers: dict[str, Named] = {}
+    namespace: Any = "always" if always else "on-collision"
+    stack = Orchestrator(namespace=namespace)
+    for number in range(40):
+        label = chooser.choice(["a", "b", "m", "x" * 60, "d"]) + str(number % 7) * (number > 4)
+        if label in drivers:
+            continue
+        drivers[label] = Named(*chooser.sample(pool, chooser.randint(1, 4)))
+        stack.mount(label, drivers[label])
+        expected = _expected_names(drivers, always)
+        assert names(stack) == expected
+        assert names(Orchestrator(drivers, namespace=namespace)) == expected
+        for final in expected:  # each name routes to the tool it names
+            assert stack.route(final)[1] == stack.execute_tool(final, {})
+    assert len(drivers) > 10
 
 
 def test_a_text_call_runs_and_answers_in_the_history() -> None:

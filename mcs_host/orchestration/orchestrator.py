@@ -20,7 +20,6 @@ share its tables of tools and drivers.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import re
@@ -47,6 +46,7 @@ from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
 from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
+from .routing import Route, Routing, Table, tool_name
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .text import TextFormats
 from .validation import ArgumentValidator, compile_schema
@@ -56,8 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
 
-_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_LABEL_REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
 Consent = Callable[[ToolCall], "bool | str | ToolCall | Awaitable[bool | str | ToolCall]"]
 """Approve a call (``True``), deny it (``False``, or a string saying why), or approve an
@@ -91,15 +90,6 @@ def is_standalone_driver(driver: object) -> bool:
     return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)
 
 
-def tool_name(name: str) -> str:
-    """``name`` made valid for provider APIs: other characters become ``_``; past 64
-    characters it is cut and ends with a hash of the whole, so it stays unique."""
-    cleaned = _INVALID_CHARS.sub("_", name) or "_"
-    if len(cleaned) <= 64:
-        return cleaned
-    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-
-
 @dataclass(frozen=True, slots=True)
 class _Mount:
     driver: Any
@@ -129,26 +119,6 @@ def _mount(label: str, driver: object, tools: Sequence[Any] | None = None) -> _M
         f"driver {label!r} ({type(driver).__qualname__}) is neither a ToolDriver "
         "(list_tools, execute_tool) nor an MCSDriver (process_llm_response)"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    label: str
-    driver: Any
-    tool: Tool
-    """The tool as its driver names it."""
-    validator: ArgumentValidator
-    """Its arguments' JSON Schema, compiled once when it is mounted."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Table:
-    """An immutable snapshot of what is mounted; replaced whole when mounts change."""
-
-    tools: tuple[Tool, ...]
-    routes: Mapping[str, _Route]
-    chained: tuple[tuple[str, Any], ...]
-    labels: tuple[str, ...]
 
 
 class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSignaling):
@@ -192,7 +162,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         items = drivers.items() if isinstance(drivers, Mapping) else _labelled(drivers)
         for label, driver in items:
             self._mounted[_check_label(label, self._mounted)] = _mount(label, driver)
-        self._table = self._build(self._mounted)
+        self._routing = self._route(self._mounted)
+        self._table = self._routing.table()
 
     # -- mounting ------------------------------------------------------------------------------
 
@@ -205,8 +176,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         with self._lock:
             mounted = dict(self._mounted)
             label = _check_label(label, mounted)
-            mounted[label] = _mount(label, driver, tools)
-            self._table = self._build(mounted)
+            mounted[label] = new = _mount(label, driver, tools)
+            if self._routing.always != (self.namespace == "always"):
+                self._routing = self._route(mounted)  # the policy changed: name every tool again
+            else:
+                self._routing.add(label, new.driver, new.tools)
+            self._table = self._routing.table()
             self._mounted = mounted
 
     def unmount(self, label: str) -> None:
@@ -215,14 +190,16 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             if label not in self._mounted:
                 raise KeyError(f"no driver is mounted as {label!r}")
             mounted = {k: v for k, v in self._mounted.items() if k != label}
-            self._table = self._build(mounted)
+            self._routing = self._route(mounted)
+            self._table = self._routing.table()
             self._mounted = mounted
 
     def refresh(self) -> None:
         """Ask every mounted driver for its tools again."""
         with self._lock:
             mounted = {label: _mount(label, m.driver) for label, m in self._mounted.items()}
-            self._table = self._build(mounted)
+            self._routing = self._route(mounted)
+            self._table = self._routing.table()
             self._mounted = mounted
 
     @property
@@ -239,49 +216,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             raise UnknownToolError(name, self._table.routes)
         return route.label, route.tool.name
 
-    def _build(self, mounted: Mapping[str, _Mount]) -> _Table:
-        owned: list[tuple[str, Any, Tool]] = []
-        validators: list[ArgumentValidator] = []
-        chained: list[tuple[str, Any]] = []
+    def _route(self, mounted: Mapping[str, _Mount]) -> Routing:
+        """The names and routes of ``mounted``, worked out from the start."""
+        routing = Routing(self.namespace == "always")
         for label, mount in mounted.items():
-            if mount.tools is None:
-                chained.append((label, mount.driver))
-            else:
-                owned.extend((label, mount.driver, tool) for tool, _ in mount.tools)
-                validators.extend(validator for _, validator in mount.tools)
-        finals = self._names(owned)
-        routes = {
-            final: _Route(label, driver, tool, validator)
-            for final, (label, driver, tool), validator in zip(
-                finals, owned, validators, strict=True
-            )
-        }
-        tools = tuple(
-            tool.model_copy(update={"name": final})
-            for final, (_, _, tool) in zip(finals, owned, strict=True)
-        )
-        return _Table(tools, routes, tuple(chained), tuple(mounted))
-
-    def _names(self, owned: Sequence[tuple[str, Any, Tool]]) -> list[str]:
-        """The final name of each tool: its own, unless shared, invalid for providers, or the
-        policy is ``always``; then ``<label>__<name>``."""
-        counts = Counter(tool.name for _, _, tool in owned)
-        finals = [
-            tool_name(f"{label}__{tool.name}")
-            if self.namespace == "always"
-            or counts[tool.name] > 1
-            or not _VALID_NAME.match(tool.name)
-            else tool.name
-            for label, _, tool in owned
-        ]
-        # a driver's own name may equal another's namespaced one, or two names may be cleaned
-        # into one: those get a hash of their label and original name as well
-        clashes = {name for name, count in Counter(finals).items() if count > 1}
-        for index, (label, _, tool) in enumerate(owned):
-            if finals[index] in clashes:
-                digest = hashlib.sha256(f"{label}\0{tool.name}".encode()).hexdigest()[:8]
-                finals[index] = f"{tool_name(f'{label}__{tool.name}')[:55]}_{digest}"
-        return finals
+            routing.add(label, mount.driver, mount.tools)
+        return routing
 
     # -- MCSToolDriver ---------------------------------------------------------------------------
 
@@ -527,8 +467,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
     @staticmethod
     def _admit(
-        table: _Table, call: ToolCall, notes: list[str]
-    ) -> tuple[_Route, ToolCall] | _Failure:
+        table: Table, call: ToolCall, notes: list[str]
+    ) -> tuple[Route, ToolCall] | _Failure:
         """The route and checked call, or why the call cannot run (before consent)."""
         if call.problem is not None:
             return _Failure(call.name, f"{call.name}: {call.problem}")
@@ -542,8 +482,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 
     @staticmethod
     def _judge(
-        table: _Table, route: _Route, call: ToolCall, verdict: Any, notes: list[str]
-    ) -> tuple[_Route, ToolCall] | _Failure:
+        table: Table, route: Route, call: ToolCall, verdict: Any, notes: list[str]
+    ) -> tuple[Route, ToolCall] | _Failure:
         """What consent's ``verdict`` on ``call`` leaves to run: the call, an edited call
         (checked like the model's), or a denial."""
         if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
@@ -558,7 +498,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             return _Failure(call.name, message, denied=reason or " ")
         return route, call
 
-    def _run(self, route: _Route, call: ToolCall) -> _Outcome:
+    def _run(self, route: Route, call: ToolCall) -> _Outcome:
         """Run one admitted call: ``(result, its text, None, call)`` or a failure."""
         error: BaseException | None = None
         outcome: Any = None
@@ -579,7 +519,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             error = exc
         return self._ran(call, outcome, text, error, streams)
 
-    async def _arun(self, route: _Route, call: ToolCall) -> _Outcome:
+    async def _arun(self, route: Route, call: ToolCall) -> _Outcome:
         """:meth:`_run` on an event loop."""
         import asyncio  # noqa: PLC0415 - only for async users
 
@@ -740,7 +680,7 @@ def _chained_failed(label: str, exc: BaseException) -> DriverResponse:
     )
 
 
-def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
+def _checked(route: Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
     """``call`` with its arguments checked (and coerced) against its tool's schema."""
     if call.texts:
         call = _as_written(route, call)
@@ -756,7 +696,7 @@ def _checked(route: _Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall,
     return call.with_arguments(checked.arguments), None
 
 
-def _as_written(route: _Route, call: ToolCall) -> ToolCall:
+def _as_written(route: Route, call: ToolCall) -> ToolCall:
     """``call`` with each argument the model wrote as bare text, and that was read as JSON
     into a type its schema does not take, given back as that text when the schema takes a
     string: ``<parameter=zip>02134</parameter>`` stays ``"02134"`` for a string, is ``2134``
@@ -821,7 +761,7 @@ def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:
 
 
 def _check_label(label: str, mounted: Mapping[str, object]) -> str:
-    if not label or "__" in label or _INVALID_CHARS.search(label):
+    if not label or "__" in label or _LABEL_REFUSED.search(label):
         raise ValueError(
             f"label {label!r}: use letters, digits, '-' and single '_' (labels prefix tool names)"
         )
