@@ -119,6 +119,15 @@ class Discovery:
     problems: tuple[Problem, ...]
     group: str = ENTRY_POINT_GROUP
     path: tuple[str, ...] = field(default=())
+    _by_label: dict[str, tuple[Candidate, ...]] = field(
+        init=False, repr=False, compare=False, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        by_label: dict[str, list[Candidate]] = {}
+        for candidate in self.candidates:
+            by_label.setdefault(candidate.label, []).append(candidate)
+        object.__setattr__(self, "_by_label", {k: tuple(v) for k, v in by_label.items()})
 
     def problems_for(self, candidate: Candidate) -> tuple[Problem, ...]:
         """The problems that name ``candidate``'s label and distribution."""
@@ -131,7 +140,7 @@ class Discovery:
 
     def get(self, label: str) -> tuple[Candidate, ...]:
         """The candidates claiming ``label`` (more than one means a conflict)."""
-        return tuple(c for c in self.candidates if c.label == label)
+        return self._by_label.get(label, ())
 
     def without(self, dropped: Iterable[Candidate]) -> Discovery:
         """This discovery without the ``dropped`` candidates, label conflicts worked out
@@ -328,21 +337,13 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
             if os.path.isfile(entry):
                 yield from _served(entry, name)  # a zip file
             continue
-        base = entry or "."
-        try:
-            with os.scandir(base) as listing:
-                children = sorted(
-                    (child.name, child.is_symlink())
-                    for child in listing
-                    if child.name.lower().endswith(_METADATA_SUFFIXES)
-                )
-        except OSError:
+        listing = _listing(entry or ".")
+        if listing is None:
             continue
-        real_base = os.path.realpath(base)
-        for child, is_link in children:
-            project = normalize_name(child.rpartition(".")[0].partition("-")[0])
-            if not project or (name is not None and project != name):
-                continue
+        real_base, by_project = listing
+        projects = by_project.items() if name is None else [(name, by_project.get(name, ()))]
+        children = sorted((c for _, found in projects for c in found), key=lambda c: c[0])
+        for child, is_link, project in children:
             meta_path = os.path.join(real_base, child)
             if is_link:
                 meta_path = os.path.realpath(meta_path)
@@ -350,6 +351,41 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
                 continue  # reached twice (lib64 -> lib), or a PKG-INFO file
             seen.add(meta_path)
             yield _Installed(project, meta_path, os.path.dirname(meta_path))
+
+
+_Listing = tuple[str, dict[str, list[tuple[str, bool, str]]]]
+_LISTINGS: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
+
+
+def _listing(base: str) -> _Listing | None:
+    """A search path directory's real path and its metadata directories by PEP 503 name
+    (``(name, is a symlink, project)``); listed once per process, and again only when the
+    directory changed (its inode, modification time or size)."""
+    try:
+        info = os.stat(base)
+    except OSError:
+        return None
+    stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+    known = _LISTINGS.get(base)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        with os.scandir(base) as listing:
+            children = [
+                (child.name, child.is_symlink())
+                for child in listing
+                if child.name.lower().endswith(_METADATA_SUFFIXES)
+            ]
+    except OSError:
+        return None
+    by_project: dict[str, list[tuple[str, bool, str]]] = {}
+    for child, is_link in children:
+        project = normalize_name(child.rpartition(".")[0].partition("-")[0])
+        if project:
+            by_project.setdefault(project, []).append((child, is_link, project))
+    found = (os.path.realpath(base), by_project)
+    _LISTINGS[base] = (stamp, found)
+    return found
 
 
 def _served(entry: str, name: str | None) -> Iterator[_Installed]:

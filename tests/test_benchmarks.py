@@ -45,6 +45,14 @@ def test_discovery_finds_every_synthetic_driver_with_each_method() -> None:
     ]
 
 
+def test_the_scale_benchmark_verifies_and_mounts_every_driver_at_each_size() -> None:
+    section = bench("bench_scale.py", "--sizes", "2,5", "--repeat", "1")
+    assert [b["name"] for b in section["budgets"]] == [
+        "per-driver verify cost at 5 drivers / at 2",
+        "per-driver load cost at 5 drivers / at 2",
+    ]
+
+
 def test_the_digest_benchmark_reports_both_budgets() -> None:
     section = bench("bench_digest.py", "--large-mib", "1", "--small-files", "20", "--repeat", "1")
     assert {b["unit"] for b in section["budgets"]} == {"x", " µs"}

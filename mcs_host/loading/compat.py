@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from mcs_host.contract import DriverMeta
 from mcs_host.discovery import requires_dist
 from mcs_host.interfaces import CAPABILITY_MIXINS, implemented_capabilities
+from mcs_host.trust.dependencies import parse_requirement
 
 __all__ = [
     "Incompatibility",
@@ -48,7 +49,7 @@ def host_requirement_problem(metadata_path: str, host_version: str) -> Incompati
     """Whether the distribution's requirement on mcs-host excludes ``host_version``."""
     for line in requires_dist(metadata_path):
         try:
-            requirement = Requirement(line)
+            requirement = parse_requirement(line)
         except InvalidRequirement as exc:
             return Incompatibility("invalid-requirement", f"Requires-Dist {line!r}: {exc}")
         if canonicalize_name(requirement.name) != HOST_DISTRIBUTION:

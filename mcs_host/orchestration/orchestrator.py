@@ -466,9 +466,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         )
 
     @staticmethod
-    def _admit(
-        table: Table, call: ToolCall, notes: list[str]
-    ) -> tuple[Route, ToolCall] | _Failure:
+    def _admit(table: Table, call: ToolCall, notes: list[str]) -> tuple[Route, ToolCall] | _Failure:
         """The route and checked call, or why the call cannot run (before consent)."""
         if call.problem is not None:
             return _Failure(call.name, f"{call.name}: {call.problem}")

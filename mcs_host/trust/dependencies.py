@@ -16,6 +16,7 @@ installation nor verified bytes, judged by where their files are.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -289,18 +290,27 @@ def _entry(index: TrustIndex, project: str) -> ReleaseEntry | None:
     return drivers[0] if drivers else None
 
 
+@functools.lru_cache(maxsize=4096)
+def parse_requirement(line: str) -> Requirement:
+    """A ``Requires-Dist`` line parsed (drivers repeat the same few: each is parsed once);
+    raises ``InvalidRequirement``."""
+    return Requirement(line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _applies(line: str) -> tuple[str, Requirement] | None:
+    try:
+        requirement = parse_requirement(line)
+    except InvalidRequirement:
+        return None
+    if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+        return None
+    return normalize_name(requirement.name), requirement
+
+
 def _required(lines: Iterable[str]) -> list[tuple[str, Requirement]]:
     """The requirements that apply here (markers evaluated, no extras), by PEP 503 name."""
-    out = []
-    for line in lines:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        out.append((normalize_name(requirement.name), requirement))
-    return out
+    return [found for line in lines if (found := _applies(line)) is not None]
 
 
 def unverified_imports(names: Iterable[str]) -> dict[str, list[str]]:
