@@ -15,6 +15,8 @@ from .interfaces import (
     ContractError as ContractError,
     implemented_capabilities as implemented_capabilities,
     is_semver as is_semver,
+    is_standalone_driver as is_standalone_driver,
+    is_tool_driver as is_tool_driver,
     progress_to as progress_to,
     report_progress as report_progress,
     MANIFEST_FILE as MANIFEST_FILE,
@@ -194,12 +196,8 @@ from .orchestration.streaming import (
     OpenAIChatStream as OpenAIChatStream,
     ResponsesStream as ResponsesStream,
 )
-from .orchestration.orchestrator import (
-    is_standalone_driver as is_standalone_driver,
-    is_tool_driver as is_tool_driver,
-    Orchestrator as Orchestrator,
-    tool_name as tool_name,
-)
+from .orchestration.routing import tool_name as tool_name
+from .orchestration.orchestrator import Orchestrator as Orchestrator
 from .orchestration.runner import (
     Runner as Runner,
     RunResult as RunResult,

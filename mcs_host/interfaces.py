@@ -34,6 +34,8 @@ __all__ = [
     "UnknownToolError",
     "implemented_capabilities",
     "is_semver",
+    "is_standalone_driver",
+    "is_tool_driver",
     "progress_to",
     "report_progress",
 ]
@@ -230,3 +232,15 @@ def progress_to(sink: _Sink | None) -> Iterator[None]:
         yield
     finally:
         _PROGRESS.reset(token)
+
+
+def is_tool_driver(driver: object) -> bool:
+    """Whether ``driver`` offers tools: ``list_tools`` and ``execute_tool``."""
+    return callable(getattr(driver, "list_tools", None)) and callable(
+        getattr(driver, "execute_tool", None)
+    )
+
+
+def is_standalone_driver(driver: object) -> bool:
+    """Whether ``driver`` is an MCSDriver without tools, to be chained."""
+    return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)

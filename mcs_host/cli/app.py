@@ -1,17 +1,17 @@
 """The ``mcs-host`` command line: the typer application and its commands, one module per
-command group (:mod:`.drivers`, :mod:`.trust`, :mod:`.author`)."""
+command group (:mod:`.drivers`, :mod:`.serve`, :mod:`.trust`, :mod:`.keys`, :mod:`.author`).
+Running a command imports only its group and gives typer only that command."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from mcs_host._version import __version__
-
-from . import author, drivers, keys, serve, trust
 
 EXIT_CODES = (
     ("0", "done: everything asked for loaded, verified or ran"),
@@ -24,15 +24,15 @@ EXIT_CODES = (
 )
 """Every command's exit codes; --help and the README's table say the same."""
 
-app = typer.Typer(
-    name="mcs-host",
-    help="Discover, verify, load and orchestrate MCS drivers.",
-    epilog="Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+_SETTINGS: dict[str, Any] = {
+    "name": "mcs-host",
+    "help": "Discover, verify, load and orchestrate MCS drivers.",
+    "epilog": "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
 
 
 def _print_version(value: bool) -> None:
@@ -41,7 +41,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -53,26 +52,46 @@ def _root(
     """Discover, verify, load and orchestrate MCS drivers."""
 
 
-for _name, _command in (
-    ("list", drivers.list_drivers),
-    ("verify", drivers.verify_drivers),
-    ("load", drivers.load_command),
-    ("call", drivers.call_command),
-    ("run", drivers.run_command),
-    ("serve", serve.serve_command),
-    ("lock", trust.lock_drivers),
-    ("keygen", keys.keygen),
-    ("public-key", keys.public_key),
-    ("sign", keys.sign),
-    ("sign-registry", keys.sign_registry),
-    ("allow", trust.allow_command),
-    ("new", author.new_command),
-    ("bump", author.bump_command),
-    ("check", author.check_command),
-):
-    app.command(_name)(_command)
+COMMANDS = (
+    ("list", "drivers", "list_drivers"),
+    ("verify", "drivers", "verify_drivers"),
+    ("load", "drivers", "load_command"),
+    ("call", "drivers", "call_command"),
+    ("run", "drivers", "run_command"),
+    ("serve", "serve", "serve_command"),
+    ("lock", "trust", "lock_drivers"),
+    ("keygen", "keys", "keygen"),
+    ("public-key", "keys", "public_key"),
+    ("sign", "keys", "sign"),
+    ("sign-registry", "keys", "sign_registry"),
+    ("allow", "trust", "allow_command"),
+    ("new", "author", "new_command"),
+    ("bump", "author", "bump_command"),
+    ("check", "author", "check_command"),
+)
+"""Each command: its name, the module of its group, its function."""
+
+
+def build(only: str | None = None) -> typer.Typer:
+    """The application with every command, or with the command ``only`` (all that running it
+    needs: typer reads the parameters of every command it is given)."""
+    application = typer.Typer(**_SETTINGS)
+    application.callback()(_root)
+    for name, module, function in COMMANDS:
+        if only is None or name == only:
+            group = importlib.import_module(f"{__package__}.{module}")
+            application.command(name)(getattr(group, function))
+    return application
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole application, built when asked for (the docs, the tests)
+        return build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
-    app(args=list(sys.argv[1:] if argv is None else argv), prog_name="mcs-host")
+    args = list(sys.argv[1:] if argv is None else argv)
+    only = args[0] if args and args[0] in {name for name, _, _ in COMMANDS} else None
+    build(only)(args=args, prog_name="mcs-host")

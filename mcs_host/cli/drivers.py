@@ -74,7 +74,7 @@ def list_drivers(
     registries: tuple[str, ...] = ()
     if not no_verify:
         from mcs_host.loading.config import ConfigError
-        from mcs_host.loading.host import Host
+        from mcs_host.loading.verify import verify_installed
 
         settings = config_from_options(
             config, registry, registry_key, threshold, None, None, path=path
@@ -82,7 +82,7 @@ def list_drivers(
         search = [os.fspath(p) for p in path] if path else None
         try:
             with Progress(not as_json) as progress:
-                report = Host(settings, search_path=search).verify([], progress=progress)
+                report = verify_installed(settings, search, (), progress)
         except ConfigError as exc:
             fail(str(exc))
         registries = report.registries
@@ -143,7 +143,7 @@ def verify_drivers(
     code (and the host's), and started with --live; 1 otherwise.
     """
     from mcs_host.loading.config import ConfigError
-    from mcs_host.loading.host import Host
+    from mcs_host.loading.verify import verify_installed
 
     settings = config_from_options(
         config, registry, registry_key, threshold, allow_unverified, allow_extensions, path=path
@@ -151,8 +151,7 @@ def verify_drivers(
     search = [os.fspath(p) for p in path] if path else None
     try:
         with Progress(not as_json) as progress:
-            host = Host(settings, search_path=search)
-            report = host.verify(labels or (), progress=progress, live=live)
+            report = verify_installed(settings, search, labels or (), progress, live)
     except ConfigError as exc:
         fail(str(exc))
     if as_json:

@@ -21,9 +21,14 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from mcs_host.contract import DriverManifest, DriverMeta, DriverResponse, Tool
-from mcs_host.interfaces import MANIFEST_FILE, ToolError, UnknownToolError
+from mcs_host.interfaces import (
+    MANIFEST_FILE,
+    ToolError,
+    UnknownToolError,
+    is_standalone_driver,
+    is_tool_driver,
+)
 from mcs_host.loading.compat import capability_problems
-from mcs_host.orchestration.orchestrator import is_standalone_driver, is_tool_driver
 
 __all__ = ["ConformanceResult", "check_driver"]
 

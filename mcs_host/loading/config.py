@@ -42,7 +42,6 @@ from mcs_host._files import (
     validation_lines,
 )
 from mcs_host.discovery import LABEL_RULE, is_valid_label
-from mcs_host.orchestration.prompting import Prompts
 from mcs_host.trust.registry import (
     RegistryError,
     RegistrySource,
@@ -303,8 +302,10 @@ class HostConfig(_Strict):
     @field_validator("prompts")
     @classmethod
     def _prompts(cls, value: str | None) -> str | None:
-        if value is not None:
-            Prompts.load(value)  # a missing or broken prompts file fails here, before any load
+        if value is not None:  # a missing or broken prompts file fails here, before any load
+            from mcs_host.orchestration.prompting import Prompts  # noqa: PLC0415 - only then
+
+            Prompts.load(value)
         return value
 
     @field_validator("require")

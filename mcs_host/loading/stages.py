@@ -27,8 +27,7 @@ from mcs_host._bounded import Hung, call_bounded
 from mcs_host._version import __version__
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.discovery import Candidate, Discovery
-from mcs_host.interfaces import implemented_capabilities
-from mcs_host.orchestration.orchestrator import is_standalone_driver, is_tool_driver
+from mcs_host.interfaces import implemented_capabilities, is_standalone_driver, is_tool_driver
 from mcs_host.trust import _origins
 from mcs_host.trust._gate import VerifiedImporter, gate
 from mcs_host.trust.dependencies import DependencyCheck, check_dependencies, judge_dependencies

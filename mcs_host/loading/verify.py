@@ -19,10 +19,8 @@ from mcs_host.trust.registry import TrustIndex
 from mcs_host.trust.verification import TrustPolicy, Verification, verify_candidate
 
 from .config import HostConfig
-from .isolating import live_check
 from .planning import admitted, settle_conflicts
-from .records import Progress, VerifyRecord, VerifyReport
-from .servers import check_server, skip_reason
+from .records import Progress, ServerCheck, VerifyRecord, VerifyReport
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
@@ -81,17 +79,23 @@ def verify_installed(
         verification = verify_candidate(candidate, discovery, index, policy, scans)
         record = _record(kind, verification, index, policy, refuse, search, scans)
         if live and kind == "driver" and record.loadable:
+            from .isolating import live_check  # noqa: PLC0415 - only with --live
+
             if progress is not None:
                 progress(done, len(wanted), f"starting driver {candidate.label}")
             given = tuple(search_path) if search_path is not None else None
             record = replace(record, live=live_check(config, given, verification))
         records.append(record)
     known = {r.label for r in records}
-    servers = tuple(
-        check_server(config, index, label, settings, search)
-        for label, settings in sorted(config.mcp_servers.items())
-        if skip_reason(config, label, settings, labels) is None
-    )
+    servers: tuple[ServerCheck, ...] = ()
+    if config.mcp_servers:  # what checks them imports the MCP side of loading: not otherwise
+        from .servers import check_server, skip_reason  # noqa: PLC0415
+
+        servers = tuple(
+            check_server(config, index, label, settings, search)
+            for label, settings in sorted(config.mcp_servers.items())
+            if skip_reason(config, label, settings, labels) is None
+        )
     known |= {s.label for s in servers}
     return VerifyReport(
         tuple(records),

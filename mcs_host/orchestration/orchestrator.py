@@ -40,6 +40,8 @@ from mcs_host.interfaces import (
     ToolError,
     UnknownToolError,
     implemented_capabilities,
+    is_standalone_driver,
+    is_tool_driver,
 )
 
 from .calls import Detection, TextFormat, ToolCall
@@ -54,7 +56,7 @@ from .validation import ArgumentValidator, compile_schema
 if TYPE_CHECKING:
     from mcs_host.contract import Binding, DriverContext, DriverMeta, DriverResponse, Tool
 
-__all__ = ["Orchestrator", "is_standalone_driver", "is_tool_driver", "tool_name"]
+__all__ = ["Orchestrator"]
 
 _LABEL_REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -76,18 +78,6 @@ def _import_contract() -> None:
         DriverResponse,
         Tool,
     )
-
-
-def is_tool_driver(driver: object) -> bool:
-    """Whether ``driver`` offers tools: ``list_tools`` and ``execute_tool``."""
-    return callable(getattr(driver, "list_tools", None)) and callable(
-        getattr(driver, "execute_tool", None)
-    )
-
-
-def is_standalone_driver(driver: object) -> bool:
-    """Whether ``driver`` is an MCSDriver without tools, to be chained."""
-    return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from .validation import ArgumentValidator
 if TYPE_CHECKING:
     from mcs_host.contract import Tool
 
-__all__ = ["Route", "Routing", "Table", "tool_name"]
+__all__ = ["tool_name"]  # Route, Routing and Table are the orchestrator's
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")

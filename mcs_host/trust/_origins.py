@@ -109,11 +109,15 @@ _EXTRAS: frozenset[str] = frozenset()
 def grant_extras(extras: Iterable[str]) -> None:
     """Count the requirements of the host's ``extras`` (as installed) as the host's own in
     this process, from now on: the command line grants ``mcp`` to ``serve``, and a load grants
-    it when it mounts a driver over MCP. Grants only add; the host is resolved again."""
-    global _EXTRAS, _HOST
-    wanted = _EXTRAS | frozenset(extras)
-    if wanted != _EXTRAS:
-        _EXTRAS, _HOST = wanted, None
+    it when it mounts a driver over MCP. Grants only add: a host already resolved gains what
+    the new extras require, and nothing is resolved again."""
+    global _EXTRAS, _HOST  # noqa: PLW0603 - the process's grants
+    added = frozenset(extras) - _EXTRAS
+    if not added:
+        return
+    _EXTRAS |= added
+    if _HOST is not None:
+        _HOST = _with_extras(_HOST, added)
 
 
 _BOOTSTRAP: frozenset[str] | None = None
@@ -172,6 +176,7 @@ def _resolve_host(search: list[str]) -> HostInstall:
                 "directory is trusted as the host"
             )
         requirements = checkout or []
+    _REQUIREMENTS[:] = requirements
     distributions: dict[str, str] = {}
     files: set[str] = set()
     if metadata_path is not None:
@@ -185,6 +190,31 @@ def _resolve_host(search: list[str]) -> HostInstall:
         files |= listed
     return HostInstall(
         package_dir, metadata_path, distributions, frozenset(files), (package_dir,), tuple(findings)
+    )
+
+
+_REQUIREMENTS: list[str] = []
+"""The requirements of the running host, as its resolution found them."""
+
+
+def _with_extras(host: HostInstall, extras: frozenset[str]) -> HostInstall:
+    """``host`` with what its ``extras`` require, transitively, beyond what it has."""
+    from mcs_host.discovery import normalize_name
+
+    findings = list(host.findings)
+    installed = _copies([*sys.path, os.path.dirname(host.package_dir)])
+    known = {*host.distributions, "mcs-host"}
+    distributions, files = dict(host.distributions), set(host.files)
+    for project, found, listed in _requirement_closure(
+        _REQUIREMENTS, installed, findings, extras, known
+    ):
+        if found is not None:
+            distributions[normalize_name(project)] = found
+        files |= listed
+    return host._replace(
+        distributions=distributions,
+        files=frozenset(files),
+        findings=tuple(dict.fromkeys(findings)),  # an ambiguous copy is found again
     )
 
 
@@ -296,9 +326,10 @@ def record_files(metadata_path: str) -> set[str]:
     site = os.path.realpath(os.path.dirname(metadata_path))
     found = set()
     for path, _ in _record_rows(metadata_path):
-        if not path or path.startswith(("/", "\\")) or ".." in path.split("/"):
+        parts = path.split("/")
+        if not path or path.startswith(("/", "\\")) or ".." in parts:
             continue  # scripts and data land outside the site directory
-        found.add(os.path.join(site, *path.split("/")))
+        found.add(f"{site}/{path}" if os.sep == "/" else os.path.join(site, *parts))
     return found
 
 
@@ -307,17 +338,18 @@ def _requirement_closure(
     installed: dict[str, list[str]],
     findings: list[str],
     extras: frozenset[str] = frozenset(),
+    known: set[str] | None = None,
 ) -> Iterator[tuple[str, str | None, set[str]]]:
     """``(project, dist-info, files)`` of every distribution the host's ``requirements``
-    (with the host's granted ``extras``) name, transitively. A requirement installed more
-    than once is reported, has no one dist-info, and is granted only the files (and
-    requirements) every copy lists."""
+    (with the host's granted ``extras``) name, transitively, but those ``known`` already. A
+    requirement installed more than once is reported, has no one dist-info, and is granted
+    only the files (and requirements) every copy lists."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     from mcs_host.discovery import normalize_name, requires_dist
 
     queue: list[tuple[list[str], frozenset[str]]] = [(requirements, extras)]
-    seen: set[str] = {"mcs-host"}
+    seen: set[str] = {"mcs-host"} | (known or set())
     while queue:
         lines, extras = queue.pop()
         for line in lines:

@@ -31,6 +31,7 @@ import json
 import os
 import posixpath
 import stat
+import threading
 import unicodedata
 import zipfile
 from collections.abc import Collection, Iterable, Iterator
@@ -96,7 +97,10 @@ class FileEntry:
     @property
     def line(self) -> str:
         """``[path, size, sha256]`` as one line of ASCII JSON: the line cannot hold a break."""
-        return json.dumps([self.path, self.size, self.sha256], separators=(",", ":")) + "\n"
+        path = self.path
+        if path.isascii() and path.isprintable() and '"' not in path and "\\" not in path:
+            return f'["{path}",{self.size},"{self.sha256}"]\n'  # what json.dumps would write
+        return json.dumps([path, self.size, self.sha256], separators=(",", ":")) + "\n"
 
 
 _HEADER = f"{DIGEST_FORMAT}\n"
@@ -181,15 +185,9 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
         finding = Finding("record-invalid", f"{dist_name}/RECORD", f"cannot read RECORD: {exc}")
         return TreeScan(dist_info, None, (finding,))
     rows = list(_rows(record, dist_name, findings, base))
-    entries: list[FileEntry] = []
     complete = not findings  # a RECORD row that is refused leaves the tree without a digest
-    checker = _DirectoryGuard(base)
-    for row in rows:
-        entry = _hash_installed(base, row, checker, findings) if row.algorithm else None
-        if entry is None:
-            complete = False
-        else:
-            entries.append(entry)
+    entries = _hash_rows(base, [row for row in rows if row.algorithm], findings)
+    complete = complete and len(entries) == len(rows)
     listed = {row.path for row in rows}
     findings.extend(_unlisted(base, listed))
     findings.extend(_shadows(base, listed))
@@ -299,7 +297,7 @@ def _rows(record: str, dist_name: str, findings: list[Finding], base: str | None
             continue
         if outside or _installer_written(path, dist_name) or _is_bytecode_cache(path):
             continue  # scripts, data and headers; files the installer writes; bytecode
-        key = unicodedata.normalize("NFC", path).casefold()
+        key = path.lower() if path.isascii() else unicodedata.normalize("NFC", path).casefold()
         if key in seen:
             twice = (
                 "is listed twice"
@@ -344,6 +342,7 @@ def editable_source(metadata_path: str) -> str | None:
     return None
 
 
+_DOT_PARTS = frozenset({"", ".", ".."})
 _REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 """Control, format, surrogate, private and unassigned characters, and line breaks."""
 
@@ -353,7 +352,10 @@ def _classify(path: str, base: str | None) -> tuple[bool, str | None]:
     ``base`` (only ``..`` components first, and landing outside), and what is wrong with it."""
     if not path:
         return False, "is empty"
-    refused = next((c for c in path if unicodedata.category(c) in _REFUSED_CATEGORIES), None)
+    if path.isascii():  # the usual case: only control characters can be refused
+        refused = None if path.isprintable() else next(c for c in path if not c.isprintable())
+    else:
+        refused = next((c for c in path if unicodedata.category(c) in _REFUSED_CATEGORIES), None)
     if refused is not None:
         return False, f"holds the character {refused!r}"
     if "\\" in path:
@@ -364,7 +366,7 @@ def _classify(path: str, base: str | None) -> tuple[bool, str | None]:
     leading = 0
     while leading < len(parts) and parts[leading] == "..":
         leading += 1
-    if leading == len(parts) or any(part in ("", ".", "..") for part in parts[leading:]):
+    if leading == len(parts) or not _DOT_PARTS.isdisjoint(parts[leading:]):
         return False, "has an empty, '.' or '..' component"
     if not leading:
         return False, None
@@ -448,12 +450,29 @@ class _DirectoryGuard:
         self._seen: dict[str, bool] = {}
 
     def inside(self, directory: str) -> bool:
+        """Whether ``directory`` (the site directory, or a path below it) resolves inside:
+        a directory that is not a link, in one that resolves inside, does (one ``lstat``);
+        anything else is resolved whole."""
         known = self._seen.get(directory)
         if known is None:
-            real = os.path.realpath(directory)
-            known = real == self._base or real.startswith(self._prefix)
+            parent = directory.rpartition(os.sep)[0]
+            if directory == self._base:
+                known = True
+            elif directory.startswith(self._prefix) and self.inside(parent):
+                try:
+                    known = not stat.S_ISLNK(os.lstat(directory).st_mode) or self._resolves(
+                        directory
+                    )
+                except OSError:
+                    known = self._resolves(directory)
+            else:
+                known = self._resolves(directory)
             self._seen[directory] = known
         return known
+
+    def _resolves(self, directory: str) -> bool:
+        real = os.path.realpath(directory)
+        return real == self._base or real.startswith(self._prefix)
 
 
 def _hash_installed(
@@ -510,6 +529,44 @@ def _hash_installed(
             Finding("file-modified", row.path, f"{row.path} does not match its RECORD hash")
         )
     return FileEntry(row.path, sha256.hex(), size)
+
+
+_PARALLEL_BYTES = 8 * 1024 * 1024
+"""A distribution whose RECORD lists more bytes than this is hashed on every core."""
+
+
+def _hash_rows(base: str, rows: list[_Row], findings: list[Finding]) -> list[FileEntry]:
+    """The entries of ``rows`` that hash (problems go to ``findings``); the files are
+    shared out by size among a thread per core (hashing and reading release the GIL) when
+    there are enough bytes for that to pay."""
+    guard = _DirectoryGuard(base)
+    total = sum(row.size or 0 for row in rows)
+    workers = min(os.cpu_count() or 1, 8) if total > _PARALLEL_BYTES else 1
+    if workers == 1:
+        found = [_hash_installed(base, row, guard, findings) for row in rows]
+        return [entry for entry in found if entry is not None]
+    shares: list[list[_Row]] = [[] for _ in range(workers)]
+    for index, row in enumerate(sorted(rows, key=lambda r: -(r.size or 0))):
+        shares[index % workers].append(row)
+    results: list[tuple[list[FileEntry | None], list[Finding]]] = [([], []) for _ in shares]
+
+    def work(share: list[_Row], out: tuple[list[FileEntry | None], list[Finding]]) -> None:
+        out[0].extend(_hash_installed(base, row, guard, out[1]) for row in share)
+
+    threads = [
+        threading.Thread(target=work, args=(share, out), daemon=True)
+        for share, out in zip(shares[1:], results[1:], strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    work(shares[0], results[0])
+    for thread in threads:
+        thread.join()
+    entries: list[FileEntry] = []
+    for found, problems in results:
+        entries += [entry for entry in found if entry is not None]
+        findings += problems
+    return entries
 
 
 def record_hash(digest: bytes) -> str:
