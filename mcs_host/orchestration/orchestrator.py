@@ -48,7 +48,7 @@ from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
 from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
-from .routing import Route, Routing, Table, tool_name
+from .routing import Route, Routing, Table
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .text import TextFormats
 from .validation import ArgumentValidator, compile_schema
