@@ -9,9 +9,9 @@ user installs them, not editable) plus the peers measured against it: stevedore,
 reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a dependency of
 mcs-host). Then runs, each in that venv, scripts/bench_discovery.py, bench_cli.py,
 bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
-bench_scale.py, bench_import.py and bench_csv.py, and prints their tables and every budget with its
-verdict. ``--readme`` replaces the text between the ``bench:begin`` and ``bench:end``
-markers of README.md with the report.
+bench_scale.py, bench_wheels.py, bench_import.py and bench_csv.py, and prints their tables
+and every budget with its verdict. ``--readme`` replaces the text between the
+``bench:begin`` and ``bench:end`` markers of README.md with the report.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ SCRIPTS = {
     ),
     "bench_load.py": (["--repeat", "11"], ["--repeat", "3"]),
     "bench_scale.py": (["--repeat", "5"], ["--repeat", "1", "--sizes", "10,100"]),
+    "bench_wheels.py": (["--repeat", "7"], ["--repeat", "1"]),
     "bench_import.py": (["--repeat", "15"], ["--repeat", "3"]),
     "bench_csv.py": (["--mib", "60", "--repeat", "3"], ["--mib", "8", "--repeat", "1"]),
 }

@@ -53,6 +53,15 @@ def test_the_scale_benchmark_verifies_and_mounts_every_driver_at_each_size() -> 
     ]
 
 
+@pytest.mark.network
+def test_the_wheels_benchmark_checks_the_numbers_the_driver_computes() -> None:
+    section = bench("bench_wheels.py", "--repeat", "1")
+    assert [b["name"] for b in section["budgets"]] == [
+        "(load - verify) / plain import numpy, pandas",
+        "verify / openssl over the digest's files",
+    ]
+
+
 def test_the_digest_benchmark_reports_both_budgets() -> None:
     section = bench("bench_digest.py", "--large-mib", "1", "--small-files", "20", "--repeat", "1")
     assert {b["unit"] for b in section["budgets"]} == {"x", " µs"}
