@@ -13,6 +13,7 @@ from typing import Literal
 
 from mcs_host.discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Discovery, declare, discover
 from mcs_host.trust import _origins
+from mcs_host.trust._startup import startup_findings
 from mcs_host.trust.dependencies import check_dependencies, judge_dependencies
 from mcs_host.trust.digest import TreeScan
 from mcs_host.trust.registry import TrustIndex
@@ -103,7 +104,7 @@ def verify_installed(
         tuple(paths),
         tuple((e.reason, str(e)) for e in errors),
         _origins.host_install().findings,
-        _origins.startup_findings(search),
+        startup_findings(search),
         servers,
     )
 
