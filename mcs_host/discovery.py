@@ -340,10 +340,8 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
         listing = _listing(entry or ".")
         if listing is None:
             continue
-        real_base, by_project = listing
-        projects = by_project.items() if name is None else [(name, by_project.get(name, ()))]
-        children = sorted((c for _, found in projects for c in found), key=lambda c: c[0])
-        for child, is_link, project in children:
+        real_base, every, by_project = listing
+        for child, is_link, project in every if name is None else by_project.get(name, ()):
             meta_path = os.path.join(real_base, child)
             if is_link:
                 meta_path = os.path.realpath(meta_path)
@@ -353,14 +351,15 @@ def _installed(search: Sequence[str], name: str | None = None) -> Iterator[_Inst
             yield _Installed(project, meta_path, os.path.dirname(meta_path))
 
 
-_Listing = tuple[str, dict[str, list[tuple[str, bool, str]]]]
+_Child = tuple[str, bool, str]
+_Listing = tuple[str, list[_Child], dict[str, list[_Child]]]
 _LISTINGS: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
 
 
 def _listing(base: str) -> _Listing | None:
-    """A search path directory's real path and its metadata directories by PEP 503 name
-    (``(name, is a symlink, project)``); listed once per process, and again only when the
-    directory changed (its inode, modification time or size)."""
+    """A search path directory's real path and its metadata directories ``(name, is a
+    symlink, project)``, in name order and by PEP 503 name; listed once per process, and again
+    only when the directory changed (its inode, modification time or size)."""
     try:
         info = os.stat(base)
     except OSError:
@@ -371,19 +370,21 @@ def _listing(base: str) -> _Listing | None:
         return known[1]
     try:
         with os.scandir(base) as listing:
-            children = [
+            children = sorted(
                 (child.name, child.is_symlink())
                 for child in listing
                 if child.name.lower().endswith(_METADATA_SUFFIXES)
-            ]
+            )
     except OSError:
         return None
-    by_project: dict[str, list[tuple[str, bool, str]]] = {}
+    every: list[_Child] = []
+    by_project: dict[str, list[_Child]] = {}
     for child, is_link in children:
         project = normalize_name(child.rpartition(".")[0].partition("-")[0])
         if project:
-            by_project.setdefault(project, []).append((child, is_link, project))
-    found = (os.path.realpath(base), by_project)
+            every.append((child, is_link, project))
+            by_project.setdefault(project, []).append(every[-1])
+    found = (os.path.realpath(base), every, by_project)
     _LISTINGS[base] = (stamp, found)
     return found
 
