@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sysconfig
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
@@ -277,42 +279,42 @@ def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
         planted.unlink()
 
 
+@contextmanager
+def vendored_leaf(scene: dict[str, Any]) -> Iterator[Path]:
+    """The installed ``nativedrv.libs/libleaf``, put back as it was afterwards."""
+    ran(scene["marker"])
+    target = scene["venv"].site_packages / "nativedrv.libs" / LEAF
+    genuine = target.read_bytes()
+    try:
+        yield target
+    finally:
+        target.write_bytes(genuine)
+
+
 def test_a_tampered_vendored_library_is_refused_before_anything_is_linked(
     scene: dict[str, Any],
 ) -> None:
-    venv, marker, evil = scene["venv"], scene["marker"], scene["evil"]
-    ran(marker)
-    target = venv.site_packages / "nativedrv.libs" / LEAF
-    genuine = target.read_bytes()
-    shutil.copy(evil[LEAF], target)
-    try:
+    with vendored_leaf(scene) as target:
+        shutil.copy(scene["evil"][LEAF], target)
         code, document = call(scene, "one")
         (record,) = document["load"]["drivers"]
         assert code == 1
         assert (record["status"], record["verification"]) == ("rejected", "rejected")
         assert f"nativedrv.libs/{LEAF}" in record["message"]
-        assert ran(marker) == []
-    finally:
-        target.write_bytes(genuine)
+        assert ran(scene["marker"]) == []
 
 
 def test_a_library_swapped_after_verification_is_refused_when_first_linked(
     scene: dict[str, Any],
 ) -> None:
-    venv, marker, evil = scene["venv"], scene["marker"], scene["evil"]
-    ran(marker)
-    target = venv.site_packages / "nativedrv.libs" / LEAF
-    genuine = target.read_bytes()
-    swap = f"import shutil; shutil.copy({str(evil[LEAF])!r}, {str(target)!r})"
-    try:
+    with vendored_leaf(scene) as target:
+        swap = f"import shutil; shutil.copy({str(scene['evil'][LEAF])!r}, {str(target)!r})"
         result = app(scene, [("one", swap), ("two", "")])
         assert result["records"]["nativedrv"][0] == "mounted"
         for failed, detail, value in result["calls"]:
             assert (failed, value) == (True, None)
             assert f"{LEAF} changed after verification" in detail
-        assert ran(marker) == []
-    finally:
-        target.write_bytes(genuine)
+        assert ran(scene["marker"]) == []
 
 
 def test_without_memory_files_verified_copies_keep_the_wheels_layout_and_are_removed(
