@@ -319,10 +319,11 @@ def _header_lines(path: str) -> Generator[bytes, None, None]:
             total += len(chunk)
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop() if chunk else b""
-            for line in lines:
-                if not line.strip():
-                    return  # the end of the header
-                yield line.removesuffix(b"\r")
+            for raw in lines:
+                line = raw.removesuffix(b"\r")
+                if not line:
+                    return  # the end of the header; a line of blanks continues a field
+                yield line
             if not chunk:
                 return
         raise InputError(f"{path}: its header runs past {METADATA_LIMIT} bytes")

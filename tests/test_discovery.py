@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from distbuild import Project, Venv, build_wheel, install_target
 
-from mcs_host import ENTRY_POINT_GROUP, discover
+from mcs_host import ENTRY_POINT_GROUP, discover, requires_dist
 
 pytestmark = pytest.mark.venv
 
@@ -447,6 +447,31 @@ def test_requirements_are_read_past_a_header_line_that_is_not_utf8(tmp_path: Pat
         b"Name: odd\nVersion: 1.0\nSummary: caf\xe9\nRequires-Dist: mcs-host>=0.1\n\nbody\n"
     )
     assert requires_dist(str(info)) == ["mcs-host>=0.1"]
+
+
+def test_requirements_are_read_past_a_field_continued_by_a_line_of_blanks(
+    tmp_path: Path,
+) -> None:
+    """scipy's METADATA continues its License field with lines of spaces before its
+    Requires-Dist: only an empty line ends the header, as the email parser reads it."""
+    info = tmp_path / "scipy-1.17.1.dist-info"
+    info.mkdir()
+    text = (
+        "Metadata-Version: 2.1\nName: scipy\nVersion: 1.17.1\n"
+        "License: Copyright (c) SciPy Developers.\n         All rights reserved.\n         \n"
+        "         Redistribution and use ...\n"
+        'Requires-Dist: numpy<2.7,>=1.26.4\nRequires-Dist: pytest; extra == "test"\n\nbody\n'
+    )
+    (info / "METADATA").write_text(text)
+    dist = importlib.metadata.PathDistribution(info)
+    assert (
+        requires_dist(str(info))
+        == dist.requires
+        == [
+            "numpy<2.7,>=1.26.4",
+            'pytest; extra == "test"',
+        ]
+    )
 
 
 def test_requirements_are_what_importlib_reads_for_every_installed_distribution() -> None:
