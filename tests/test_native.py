@@ -2,8 +2,8 @@
 
 A fixture driver is built as auditwheel repairs a binary wheel: two extension modules,
 ``_one`` and ``_two``, link ``libmid`` through ``RPATH=$ORIGIN/../nativedrv.libs``, which links
-``libleaf`` (``$ORIGIN``); both libraries are in ``nativedrv.libs/`` with hashed sonames, as
-in numpy's ``numpy.libs/``. Every object's constructor appends who it is to a marker file, so
+``libleaf`` (``$ORIGIN``), which links ``libroot`` with no search path of its own; the
+libraries are in ``nativedrv.libs/`` with hashed sonames, as in numpy's ``numpy.libs/``. Every object's constructor appends who it is to a marker file, so
 a test sees which bytes the dynamic linker ran. ``_three`` names a library the wheel does not
 ship. The driver imports each extension module at call time.
 """
@@ -32,6 +32,9 @@ pytestmark = [
 
 DRIVER_ID = "7c1f0000-0000-4000-8000-0000000000f1"
 LEAF, MID, ABSENT = "libleaf-0a1b2c3d.so", "libmid-4e5f6a7b.so", "libabsent-9c8d7e6f.so"
+ROOT = "libroot-1f2e3d4c.so"
+GENUINE = ["genuine root ran", "genuine leaf ran", "genuine mid ran"]
+"""What the genuine libraries announce when linked, leaves first."""
 SUFFIX = EXTENSION_SUFFIXES[0]
 
 DRIVER = """\
@@ -88,13 +91,23 @@ def _gcc(out: Path, source: str, *flags: str) -> Path:
 
 
 def build_libraries(directory: Path, marker: Path, who: str) -> dict[str, Path]:
-    """``libleaf`` and ``libmid`` (which links it), each announcing ``<who> <name>``."""
+    """``libmid``, which links ``libleaf`` through its own ``RPATH``, which links ``libroot``
+    with no search path of its own (the linker takes its loaders' ``RPATH``, as for scipy's
+    libgfortran); and ``libabsent``. Each announces ``<who> <name>``."""
     directory.mkdir(parents=True, exist_ok=True)
+    root = _gcc(
+        directory / ROOT,
+        _constructor(marker, f"{who} root")
+        + f"int root_value(void) {{ return {38 if who == 'genuine' else 600}; }}\n",
+        f"-Wl,-soname,{ROOT}",
+    )
     leaf = _gcc(
         directory / LEAF,
         _constructor(marker, f"{who} leaf")
-        + f"int leaf_value(void) {{ return {40 if who == 'genuine' else 666}; }}\n",
+        + "int root_value(void);\nint leaf_value(void) { return root_value() + 2; }\n",
         f"-Wl,-soname,{LEAF}",
+        f"-L{directory}",
+        f"-l:{ROOT}",
     )
     mid = _gcc(
         directory / MID,
@@ -110,7 +123,7 @@ def build_libraries(directory: Path, marker: Path, who: str) -> dict[str, Path]:
         _constructor(marker, f"{who} absent") + "int absent_value(void) { return 7; }\n",
         f"-Wl,-soname,{ABSENT}",
     )
-    return {LEAF: leaf, MID: mid, ABSENT: absent}
+    return {ROOT: root, LEAF: leaf, MID: mid, ABSENT: absent}
 
 
 def build_extension(directory: Path, name: str, value: str, needs: str, libs: Path) -> Path:
@@ -167,7 +180,7 @@ def scene(
         shutil.copy(each, source / "nativedrv" / each.name)
     wheel = vendor_into_wheel(
         build_wheel(source, root / "wheels"),
-        {f"nativedrv.libs/{name}": genuine[name] for name in (LEAF, MID)},
+        {f"nativedrv.libs/{name}": genuine[name] for name in (ROOT, LEAF, MID)},
     )
     venv = Venv.create(root / "venv")
     venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
@@ -246,10 +259,10 @@ def test_two_extension_modules_link_their_vendored_libraries_from_verified_bytes
     assert result["records"]["nativedrv"][0] == "mounted"
     assert result["calls"] == [[False, None, 42], [False, None, 84], [False, None, 42]]
     # each library ran once, leaves first, from the verified copy; nothing else
-    assert ran(marker) == ["genuine leaf ran", "genuine mid ran"]
+    assert ran(marker) == GENUINE
     code, document = call(scene, "two")
     assert (code, document["response"]["tool_call_result"]) == (0, 84)
-    assert ran(marker) == ["genuine leaf ran", "genuine mid ran"]
+    assert ran(marker) == GENUINE
 
 
 def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
@@ -266,7 +279,7 @@ def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
         assert plain.stdout.strip() == "7"
         assert ran(marker) == ["EVIL absent ran"]
         # the attacker's libleaf and libmid come first on the linker's search path too
-        for name in (LEAF, MID):
+        for name in (ROOT, LEAF, MID):
             shutil.copy(evil[name], tmp_path / name)
         env = {"LD_LIBRARY_PATH": str(tmp_path)}
         result = app(scene, [("one", ""), ("two", ""), ("three", "")], env=env)
@@ -274,7 +287,7 @@ def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
         assert (one, two) == ([False, None, 42], [False, None, 84])
         assert three[0] is True
         assert ABSENT in three[1]
-        assert ran(marker) == ["genuine leaf ran", "genuine mid ran"]
+        assert ran(marker) == GENUINE
     finally:
         planted.unlink()
 
@@ -327,5 +340,5 @@ def test_without_memory_files_verified_copies_keep_the_wheels_layout_and_are_rem
     before = "import os; del os.memfd_create"
     result = app(scene, [("one", ""), ("two", "")], before=before, env={"TMPDIR": str(tmp_path)})
     assert result["calls"] == [[False, None, 42], [False, None, 84]]
-    assert ran(marker) == ["genuine leaf ran", "genuine mid ran"]
+    assert ran(marker) == GENUINE
     assert list(tmp_path.iterdir()) == []

@@ -1,8 +1,8 @@
-"""Drivers the world writes: a driver that imports numpy and pandas, with their wheels from
-the package index (auditwheel-repaired: ``numpy.libs/`` holds OpenBLAS, gfortran, quadmath),
-pinned with one ``lock``, verified, loaded in process and isolated, and its tool answering
-with numbers ``numpy.linalg`` and pandas computed. Needs the package registry (deselect with
-``-m "not network"``).
+"""Drivers the world writes: a driver that imports numpy, pandas and scipy, with their wheels
+from the package index (auditwheel-repaired: ``numpy.libs/`` holds OpenBLAS, gfortran,
+quadmath; ``scipy.libs/`` its own), pinned with one ``lock``, verified, loaded in process and
+isolated, and its tool answering with numbers ``numpy.linalg``, pandas and scipy computed.
+Needs the package registry (deselect with ``-m "not network"``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from distbuild import Project, Venv, build_wheel, pip
 
 pytestmark = [pytest.mark.venv, pytest.mark.network]
 
-SCIENCE = ["numpy==2.4.6", "pandas==3.1.1"]
+SCIENCE = ["numpy==2.4.6", "pandas==3.1.1", "scipy==1.17.1"]
 DRIVER_ID = "7c1f0000-0000-4000-8000-0000000000f3"
 
 DRIVER = """\
 import numpy as np
 import pandas as pd
+import scipy.linalg
 
 from mcs_host import MCSToolDriver, Tool, ToolParameter
 from mcs_host.kit import manifest_meta
@@ -47,7 +48,11 @@ class Driver(MCSToolDriver):
     def execute_tool(self, tool_name, arguments):
         x = np.linalg.solve(np.array(arguments["matrix"]), np.array(arguments["vector"]))
         frame = pd.DataFrame({"x": x})
-        return {"x": [round(float(v), 9) for v in x], "mean": round(float(frame["x"].mean()), 9)}
+        return {
+            "x": [round(float(v), 9) for v in x],
+            "mean": round(float(frame["x"].mean()), 9),
+            "det": round(float(scipy.linalg.det(np.array(arguments["matrix"]))), 9),
+        }
 """
 MANIFEST = {
     "format": "mcs-driver-manifest/1",
@@ -79,7 +84,7 @@ def science(
         "np-stats",
         files={"np_stats/__init__.py": DRIVER, "np_stats/mcs-driver.json": json.dumps(MANIFEST)},
         entry_points={"mcs.drivers": {"np-stats": "np_stats:Driver"}},
-        dependencies=["mcs-host", "numpy", "pandas"],
+        dependencies=["mcs-host", "numpy", "pandas", "scipy"],
     )
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
     pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
@@ -101,7 +106,8 @@ def run(science: dict[str, Any], *args: str | Path) -> tuple[int, str, str]:
 def test_one_lock_pins_the_driver_and_every_library_it_imports(science: dict[str, Any]) -> None:
     written = json.loads(science["registry"].read_text())
     assert [e["label"] for e in written["drivers"].values()] == ["np-stats"]
-    assert {"numpy", "pandas"} <= set(written["libraries"])
+    # scipy requires numpy below a License field continued by lines of blanks: still read
+    assert {"numpy", "pandas", "scipy"} <= set(written["libraries"])
     assert set(written["libraries"]) == set(science["libraries"])
     code, out, _ = run(science, "verify", "--allow-extensions")
     assert code == 0, out
@@ -109,18 +115,19 @@ def test_one_lock_pins_the_driver_and_every_library_it_imports(science: dict[str
 
 
 @pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
-def test_a_numpy_and_pandas_driver_loads_verified_and_computes(
+def test_a_numpy_pandas_and_scipy_driver_loads_verified_and_computes(
     science: dict[str, Any], isolate: bool
 ) -> None:
     flags = ["--isolate"] if isolate else []
-    code, out, err = run(
+    code, out, _ = run(
         science, "call", "solve", "--args", ARGS, "--allow-extensions", "--json", *flags
     )
-    assert code == 0, err
     document = json.loads(out)
-    (record,) = document["load"]["drivers"]
+    records = document["load"]["drivers"]
+    assert code == 0, [(r["status"], r["reason"], r["message"]) for r in records]
+    (record,) = records
     assert (record["status"], record["verification"]) == ("mounted", "pinned")
-    assert document["response"]["tool_call_result"] == {"x": [0.8, 1.4], "mean": 1.1}
+    assert document["response"]["tool_call_result"] == {"x": [0.8, 1.4], "mean": 1.1, "det": 5.0}
 
 
 def test_a_tampered_openblas_in_numpy_libs_is_refused_naming_it(science: dict[str, Any]) -> None:

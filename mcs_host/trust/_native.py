@@ -88,8 +88,12 @@ class ElfLinks(NamedTuple):
 
     soname: str | None
     needed: tuple[str, ...]
-    search: tuple[str, ...]
-    """Its ``DT_RPATH`` and ``DT_RUNPATH`` directories, in that order."""
+    rpath: tuple[str, ...]
+    """Its ``DT_RPATH`` directories: searched for what it needs, and for what the objects it
+    loads need, unless those have a ``DT_RUNPATH``."""
+    runpath: tuple[str, ...]
+    """Its ``DT_RUNPATH`` directories: searched for what it needs itself, instead of any
+    ``DT_RPATH``."""
 
 
 _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 5, 10, 14, 15, 29
@@ -164,11 +168,10 @@ def _elf_links(read: Callable[[int, int], bytes]) -> ElfLinks | None:
         return strings[at:end].decode("utf-8", "surrogateescape")
 
     needed = tuple(text(v) for t, v in tags if t == _DT_NEEDED)
-    search = tuple(
-        part for t, v in tags if t in (_DT_RPATH, _DT_RUNPATH) for part in text(v).split(":")
-    )
+    rpath = tuple(part for t, v in tags if t == _DT_RPATH for part in text(v).split(":"))
+    runpath = tuple(part for t, v in tags if t == _DT_RUNPATH for part in text(v).split(":"))
     soname = text(found[_DT_SONAME]) if _DT_SONAME in found else None
-    return ElfLinks(soname, needed, search)
+    return ElfLinks(soname, needed, rpath, runpath)
 
 
 class _Loaded(NamedTuple):
@@ -240,16 +243,25 @@ class NativeLinker:
         return loaded
 
     def _link_needed(
-        self, location: str, path: str, links: ElfLinks | None, chain: tuple[str, ...]
+        self,
+        location: str,
+        path: str,
+        links: ElfLinks | None,
+        chain: tuple[str, ...],
+        inherited: tuple[str, ...] = (),
     ) -> None:
-        """Load, leaves first, every verified library that ``path`` names through an
-        ``$ORIGIN`` search path and that is not loaded yet."""
+        """Load, leaves first, every verified library that ``path`` names and that the
+        linker would find through an ``$ORIGIN`` directory: of its ``DT_RUNPATH``, else of
+        its ``DT_RPATH`` and then ``inherited``, those of the objects that load it (as glibc
+        searches)."""
         if links is None:
             return
+        rpath = _origin_dirs(path, links.rpath)
+        folders = _origin_dirs(path, links.runpath) if links.runpath else rpath + inherited
         for name in links.needed:
             if name in self._sonames:
                 continue  # loaded already: the linker takes that one
-            found = self._vendored(location, path, links, name)
+            found = self._vendored(location, folders, name)
             if found is None:
                 continue  # the system's, found as the linker finds it
             if found.path in chain:
@@ -262,25 +274,19 @@ class NativeLinker:
                     f"{loaded.links.soname if loaded.links else None!r}): its verified copy "
                     "cannot stand in for it"
                 )
-            self._link_needed(location, found.path, loaded.links, (*chain, path))
+            self._link_needed(location, found.path, loaded.links, (*chain, path), rpath + inherited)
             _dlopen(loaded.path)
             self._sonames[name] = (location, found.path)
 
-    def _vendored(self, location: str, path: str, links: ElfLinks, name: str) -> Expected | None:
-        """The verified library the linker would find for ``name`` through ``path``'s
-        ``$ORIGIN`` search directories, if any."""
+    def _vendored(self, location: str, folders: tuple[str, ...], name: str) -> Expected | None:
+        """The verified library of ``location`` named ``name`` in the first of ``folders``
+        (paths in the site directory) that has one."""
         if "/" in name:
             return None
-        folder = posixpath.dirname(path)
-        for entry in links.search:
-            for token in ("$ORIGIN", "${ORIGIN}"):
-                if entry == token or entry.startswith(token + "/"):
-                    relative = posixpath.normpath(
-                        posixpath.join(folder, entry[len(token) :].lstrip("/"), name)
-                    )
-                    found = self._libraries.get((location, relative))
-                    if found is not None and not relative.startswith("../"):
-                        return found
+        for folder in folders:
+            found = self._libraries.get((location, posixpath.join(folder, name)))
+            if found is not None:
+                return found
         return None
 
     # -- a private directory --------------------------------------------------------------
@@ -310,6 +316,22 @@ class NativeLinker:
                 copy_verified(_join(location, each.path), each, out.write)
             self._loaded[key] = _Loaded(target, None)
         return self._loaded[(location, expected.path)]
+
+
+def _origin_dirs(path: str, entries: tuple[str, ...]) -> tuple[str, ...]:
+    """The search directories among ``entries`` that start at ``$ORIGIN``, as paths in the
+    site directory of the object at ``path``; others (absolute, outside) name no verified
+    file."""
+    folders = []
+    for entry in entries:
+        for token in ("$ORIGIN", "${ORIGIN}"):
+            if entry == token or entry.startswith(token + "/"):
+                folder = posixpath.normpath(
+                    posixpath.join(posixpath.dirname(path), entry[len(token) :].lstrip("/"))
+                )
+                if folder != ".." and not folder.startswith("../"):
+                    folders.append("" if folder == "." else folder)
+    return tuple(folders)
 
 
 def _has_memory_files() -> bool:
