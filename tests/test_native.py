@@ -3,9 +3,10 @@
 A fixture driver is built as auditwheel repairs a binary wheel: two extension modules,
 ``_one`` and ``_two``, link ``libmid`` through ``RPATH=$ORIGIN/../nativedrv.libs``, which links
 ``libleaf`` (``$ORIGIN``), which links ``libroot`` with no search path of its own; the
-libraries are in ``nativedrv.libs/`` with hashed sonames, as in numpy's ``numpy.libs/``. Every object's constructor appends who it is to a marker file, so
-a test sees which bytes the dynamic linker ran. ``_three`` names a library the wheel does not
-ship. The driver imports each extension module at call time.
+libraries are in ``nativedrv.libs/`` with hashed sonames, as in numpy's ``numpy.libs/``.
+Every object's constructor appends who it is to a marker file, so a test sees which bytes the
+dynamic linker ran. ``_three`` names a library the wheel does not ship. The driver imports
+each extension module at call time.
 """
 
 from __future__ import annotations
