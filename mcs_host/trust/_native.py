@@ -5,11 +5,11 @@ The dynamic linker loads files by path and searches for the libraries an object 
 (Linux), each verified object is copied, as it is read and hashed, into a memory file of its
 own that stays open for the life of the process (its ``/proc/self/fd/N`` name is never reused,
 so the linker cannot mistake one object for another). Before an extension module is linked,
-the libraries of its distribution that the linker would find for it through an ``$ORIGIN``
-directory (an auditwheel ``NAME.libs/`` directory, or libraries beside it; an object's
-``RUNPATH``, else its ``RPATH`` and its loaders', as glibc searches) are loaded the same way,
-those they need first; the linker then finds each one loaded under its soname and searches for
-no file.
+the verified libraries of its site directory that the linker would find for it through an
+``$ORIGIN`` directory (an auditwheel ``NAME.libs/`` directory, or libraries beside it; an
+object's ``RUNPATH``, else its ``RPATH`` and its loaders', as glibc searches) are loaded the
+same way, those they need first; the linker then finds each one loaded under its soname and
+searches for no file.
 What no verified distribution provides (the C library, ``libstdc++``) is the system's, found as
 usual. Without memory files, the verified copies are written into a private directory (mode
 0700, removed when the interpreter exits) in their distribution's layout, so ``$ORIGIN``
