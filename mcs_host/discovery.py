@@ -12,6 +12,7 @@ pydantic, no packaging).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -23,6 +24,8 @@ from ._files import METADATA_LIMIT, InputError, Opened, read_text
 
 if TYPE_CHECKING:  # imported where needed: importlib.metadata costs mcs-host list ~25 ms
     from importlib import metadata
+
+    from packaging.requirements import Requirement
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -262,6 +265,16 @@ def installed_copies(path: Sequence[str]) -> dict[str, list[str]]:
     for installed in _installed(path):
         found.setdefault(installed.project, []).append(installed.metadata_path)
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_requirement(line: str) -> Requirement:
+    """A ``Requires-Dist`` line parsed with ``packaging`` (imported only here, not for
+    listing); drivers repeat the same few lines, so each is parsed once. Raises
+    ``InvalidRequirement``."""
+    from packaging.requirements import Requirement  # noqa: PLC0415 - list needs none
+
+    return Requirement(line)
 
 
 def requires_dist(metadata_path: str) -> list[str]:

@@ -336,10 +336,22 @@ def test_without_memory_files_verified_copies_keep_the_wheels_layout_and_are_rem
 ) -> None:
     """Where the system has no anonymous memory files (macOS), the verified copies go to a
     private directory in the distribution's layout; it is gone when the process ends."""
-    marker = scene["marker"]
+    marker, private, seen = scene["marker"], tmp_path / "tmp", tmp_path / "seen.json"
+    private.mkdir()
     ran(marker)
     before = "import os; del os.memfd_create"
-    result = app(scene, [("one", ""), ("two", "")], before=before, env={"TMPDIR": str(tmp_path)})
+    # what the private directory holds while the process runs, after the first extension
+    look = (
+        "import json, pathlib; root = pathlib.Path(os.environ['TMPDIR']); "
+        f"open({str(seen)!r}, 'w').write(json.dumps(sorted("
+        "'/'.join(p.relative_to(root).parts[2:]) for p in root.rglob('*') if p.is_file())))"
+    )
+    env = {"TMPDIR": str(private)}
+    result = app(scene, [("one", ""), ("two", look)], before=before, env=env)
     assert result["calls"] == [[False, None, 42], [False, None, 84]]
     assert ran(marker) == GENUINE
-    assert list(tmp_path.iterdir()) == []
+    held = json.loads(seen.read_text())
+    assert {f"nativedrv/_one{SUFFIX}", f"nativedrv.libs/{MID}", f"nativedrv.libs/{ROOT}"} <= set(
+        held
+    )
+    assert list(private.iterdir()) == []  # removed when the process ended

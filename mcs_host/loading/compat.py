@@ -20,9 +20,8 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from mcs_host.contract import DriverMeta
-from mcs_host.discovery import requires_dist
+from mcs_host.discovery import parse_requirement, requires_dist
 from mcs_host.interfaces import CAPABILITY_MIXINS, implemented_capabilities
-from mcs_host.trust.dependencies import parse_requirement
 
 __all__ = [
     "Incompatibility",

@@ -191,7 +191,7 @@ class NativeLinker:
     def __init__(self) -> None:
         self._libraries: dict[tuple[str, str], Expected] = {}
         self._loaded: dict[tuple[str, str], _Loaded] = {}
-        self._sonames: dict[str, tuple[str, str]] = {}
+        self._sonames: set[str] = set()  # of the libraries loaded
         self._lock = _thread.RLock()
         self._directory: str | None = None
 
@@ -202,15 +202,11 @@ class NativeLinker:
             for path, expected in files.items():
                 self._libraries[(location, path)] = expected
 
-    def load_extension(
-        self, spec: ModuleSpec, location: str, expected: Expected, memory: bool | None = None
-    ) -> ModuleType:
+    def load_extension(self, spec: ModuleSpec, location: str, expected: Expected) -> ModuleType:
         """The extension module ``spec`` names, created from a private copy of its verified
-        bytes after the verified libraries it links; ``memory`` forces the memory-file (or,
-        false, the directory) strategy."""
-        use_memory = _has_memory_files() if memory is None else memory
+        bytes after the verified libraries it links."""
         with self._lock:
-            if use_memory:
+            if _has_memory_files():
                 loaded = self._copy_to_memory(location, expected)
                 self._link_needed(location, expected.path, loaded.links, ())
             else:
@@ -278,7 +274,7 @@ class NativeLinker:
                 )
             self._link_needed(location, found.path, loaded.links, (*chain, path), rpath + inherited)
             _dlopen(loaded.path)
-            self._sonames[name] = (location, found.path)
+            self._sonames.add(name)
 
     def _vendored(self, location: str, folders: tuple[str, ...], name: str) -> Expected | None:
         """The verified library of ``location`` named ``name`` in the first of ``folders``

@@ -29,6 +29,7 @@ from mcs_host.discovery import (
     installed_copies,
     installed_distribution,
     normalize_name,
+    parse_requirement,
     requires_dist,
 )
 
@@ -288,13 +289,6 @@ def _entry(index: TrustIndex, project: str) -> ReleaseEntry | None:
         return index.libraries[project]
     drivers = [e for e in index.entries.values() if e.distribution == project]
     return drivers[0] if drivers else None
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_requirement(line: str) -> Requirement:
-    """A ``Requires-Dist`` line parsed (drivers repeat the same few: each is parsed once);
-    raises ``InvalidRequirement``."""
-    return Requirement(line)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -549,9 +549,13 @@ def _hash_rows(base: str, rows: list[_Row], findings: list[Finding]) -> list[Fil
     for index, row in enumerate(sorted(rows, key=lambda r: -(r.size or 0))):
         shares[index % workers].append(row)
     results: list[tuple[list[FileEntry | None], list[Finding]]] = [([], []) for _ in shares]
+    errors: list[BaseException] = []
 
     def work(share: list[_Row], out: tuple[list[FileEntry | None], list[Finding]]) -> None:
-        out[0].extend(_hash_installed(base, row, guard, out[1]) for row in share)
+        try:
+            out[0].extend(_hash_installed(base, row, guard, out[1]) for row in share)
+        except BaseException as exc:  # raised again below, in the caller's thread
+            errors.append(exc)
 
     threads = [
         threading.Thread(target=work, args=(share, out), daemon=True)
@@ -562,6 +566,8 @@ def _hash_rows(base: str, rows: list[_Row], findings: list[Finding]) -> list[Fil
     work(shares[0], results[0])
     for thread in threads:
         thread.join()
+    if errors:
+        raise errors[0]
     entries: list[FileEntry] = []
     for found, problems in results:
         entries += [entry for entry in found if entry is not None]
