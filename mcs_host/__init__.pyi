@@ -228,6 +228,7 @@ from .loading.config import (
     ProcessLimits as ProcessLimits,
     PROJECT_FILES as PROJECT_FILES,
     revoke_directory as revoke_directory,
+    ServeSettings as ServeSettings,
     TrustSettings as TrustSettings,
 )
 from .loading.compat import (

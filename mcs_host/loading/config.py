@@ -62,6 +62,7 @@ __all__ = [
     "HostConfig",
     "MCPServerSettings",
     "ProcessLimits",
+    "ServeSettings",
     "TrustSettings",
     "approve_directory",
     "load_config",
@@ -211,6 +212,28 @@ class MCPServerSettings(_Strict):
         return command_line(self.command, self.args)
 
 
+class ServeSettings(_Strict):
+    """How ``mcs-host serve --http`` admits requests: ``[serve]``. On a loopback address only
+    local clients reach it; on any other, Host and Origin must be allowed here and each
+    request must carry the bearer token."""
+
+    allowed_hosts: tuple[str, ...] = Field(
+        default=(),
+        description='Host header values served besides loopback ones ("host:port", or '
+        '"host:*" for any port).',
+    )
+    allowed_origins: tuple[str, ...] = Field(
+        default=(),
+        description='Origin header values served besides loopback ones ("https://app.example", '
+        'or with ":*" for any port); a request without Origin is not a browser\'s.',
+    )
+    token_file: str | None = Field(
+        default=None,
+        description="A file holding the bearer token each request must carry (relative to "
+        "the config file); MCS_HOST_SERVE_TOKEN gives it directly.",
+    )
+
+
 class HostConfig(_Strict):
     """Everything the host needs to know to load drivers."""
 
@@ -275,6 +298,9 @@ class HostConfig(_Strict):
     namespace: Literal["on-collision", "always"] = Field(
         default="on-collision",
         description="Prefix tool names with their label only when names collide, or always.",
+    )
+    serve: ServeSettings = Field(
+        default_factory=ServeSettings, description="Who `serve --http` admits."
     )
     source: str | None = Field(default=None, exclude=True, description="Where this was read.")
     notes: tuple[str, ...] = Field(
@@ -359,6 +385,9 @@ def load_config(
             data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
         if isinstance(data.get("prompts"), str):
             data["prompts"] = os.path.join(base, data["prompts"])
+        serve = data.get("serve")
+        if isinstance(serve, dict) and isinstance(serve.get("token_file"), str):
+            data["serve"] = {**serve, "token_file": os.path.join(base, serve["token_file"])}
     merged = _overridden(_overridden(data, _from_environment(env)), overrides)
     if merged.get("registries") is None and os.path.isfile("registry.json"):
         notes.append(
