@@ -366,3 +366,33 @@ def test_the_filesystem_driver_without_its_undeclared_adapter(
         "mcs-driver-filesystem needs (it does not declare it; the registry says so) "
         "mcs-adapter-localfs, which is not installed"
     )
+
+
+def _readme_command(section: str, starts: str) -> list[str]:
+    """The README's shell command under ``section`` that begins with ``starts``, as argv."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split(f"\n{section}\n", 1)[1]
+    lines = text.split("\n```sh\n", 1)[1].split("\n```", 1)[0].replace("\\\n", " ")
+    return next(shlex.split(line) for line in lines.splitlines() if line.startswith(starts))
+
+
+def test_the_readmes_own_command_for_the_reference_drivers_mounts_them(
+    reference_venv: Venv, tmp_path: Path
+) -> None:
+    # its --set labels are declared only by the registry: they were unknown to --set (exit 2)
+    command = _readme_command("## Reference drivers", "mcs-host load")
+    assert "mcs-csv.base_dir=data" in command
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "pets.csv").write_text("name,kind\nRex,dog\n")
+    (tmp_path / "registry.json").write_bytes(REGISTRY.read_bytes())
+    done = reference_venv.run(*command, "--json", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
+    assert drivers["mcs-csv"]["status"] == "mounted", drivers["mcs-csv"]
+    assert drivers["mcs-filesystem"]["status"] == "mounted", drivers["mcs-filesystem"]
+    # nothing serves its OpenAPI document here: a clear status, not an unknown label
+    assert drivers["mcs-rest"]["reason"] in ("mounted", "no-tools"), drivers["mcs-rest"]
+    unknown = reference_venv.run(*command[:-2], "--set", "mcs-cvs.base_dir=data", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "no driver or MCP server has the label 'mcs-cvs'" in unknown.stderr

@@ -371,7 +371,8 @@ BAD_INPUT = {
     "set names no driver": (
         ["load", "--registry", "{registry}", "--set", "pinnned.root=/tmp"],
         None,
-        "error: --set pinnned.root: no driver has the label 'pinnned' (installed or configured)",
+        "error: --set pinnned.root: no driver or MCP server has the label 'pinnned' (installed, "
+        "configured or in a registry)",
     ),
     "path missing": (
         ["load", "--registry", "{registry}", "--path", "{project}/site"],

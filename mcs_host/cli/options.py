@@ -163,8 +163,7 @@ def config_from_options(
 ) -> HostConfig:
     """The host configuration: file and environment, then the command line's options, each
     checked before anything is loaded (a bad one ends here with exit 2)."""
-    from mcs_host.discovery import discover
-    from mcs_host.loading.config import ConfigError, load_config, override_config
+    from mcs_host.loading.config import ConfigError, load_config
 
     for directory in path or ():
         if not directory.is_dir():
@@ -196,19 +195,66 @@ def config_from_options(
             typer.echo(f"note: {note}", err=True)
         if not sets:
             return loaded
-        drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
-        installed = discover([os.fspath(p) for p in path] if path else None)
-        for target, value in settings_from(sets, "LABEL.KEY=VALUE").items():
-            label, dot, key = target.partition(".")
-            if not (dot and label and key):
-                message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
-                raise typer.BadParameter(message, param_hint="--set")
-            if label not in drivers and not installed.get(label):
-                fail(f"--set {target}: no driver has the label {label!r} (installed or configured)")
-            drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
-        return override_config(loaded, drivers=drivers)
+        return _with_sets(loaded, sets, path)
     except ConfigError as exc:
         fail(str(exc))
+
+
+def _with_sets(loaded: HostConfig, sets: Sequence[str], path: Sequence[Path] | None) -> HostConfig:
+    """``loaded`` with each ``--set LABEL.KEY=VALUE``: a driver's constructor setting, or a
+    setting of an MCP server's table (``env.NAME`` for one variable). A label counts when a
+    driver is configured, installed or declared by a registry, or a server configured or
+    vouched for by one; any other is exit 2 before anything is imported."""
+    from mcs_host.discovery import ENTRY_POINT_GROUP, Discovery, discover
+    from mcs_host.loading.config import override_config
+
+    drivers: dict[str, Any] = {label: s.model_dump() for label, s in loaded.drivers.items()}
+    servers: dict[str, Any] = {
+        label: s.model_dump(exclude_defaults=True) for label, s in loaded.mcp_servers.items()
+    }
+    installed: list[Discovery] = []
+    registered: dict[str, str] = {}
+
+    def kind(label: str) -> str | None:
+        """``"driver"`` or ``"server"``; what is installed and registered read once."""
+        if label in drivers:
+            return "driver"
+        if label in servers:
+            return "server"
+        if not installed:
+            installed.append(discover([os.fspath(p) for p in path] if path else None))
+        if installed[0].get(label):
+            return "driver"
+        if not registered:
+            index, _, _ = loaded.trust_index()
+            registered.update(dict.fromkeys(index.servers, "server"))
+            registered.update(
+                (e.label, "driver") for e in index.entries.values() if e.group == ENTRY_POINT_GROUP
+            )
+            registered.setdefault("", "")
+        return registered.get(label) or None
+
+    for target, value in settings_from(sets, "LABEL.KEY=VALUE").items():
+        label, dot, key = target.partition(".")
+        if not (dot and label and key):
+            message = f"{target!r} names no driver setting: use LABEL.KEY=VALUE"
+            raise typer.BadParameter(message, param_hint="--set")
+        found = kind(label)
+        if found is None:
+            fail(
+                f"--set {target}: no driver or MCP server has the label {label!r} (installed, "
+                "configured or in a registry)"
+            )
+        if found == "driver":
+            drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
+            continue
+        server = servers.setdefault(label, {})
+        name, dot, variable = key.partition(".")
+        if name == "env" and dot:
+            server.setdefault("env", {})[variable] = str(value)
+        else:
+            server[key] = value
+    return override_config(loaded, drivers=drivers, mcp_servers=servers)
 
 
 def settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
