@@ -3,15 +3,19 @@
 A file is opened once, without blocking (a FIFO named like a metadata file must not hang the
 host), checked to be a regular file, and read up to a size limit through that one descriptor.
 JSON is parsed with its nesting depth bounded, so a hostile document ends in an
-:class:`InputError` naming its source, never a ``RecursionError`` or a hang.
+:class:`InputError` naming its source, never a ``RecursionError`` or a hang. A state file the
+host reads, changes and writes back is changed under :func:`locked`, so two writers at once
+both count.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -25,6 +29,7 @@ __all__ = [
     "InputError",
     "Opened",
     "loads_json",
+    "locked",
     "read_bytes",
     "read_opened",
     "read_text",
@@ -135,6 +140,30 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int, *, follow: bo
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{os.fspath(path)}: {what} is not UTF-8: {exc}") from None
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock for a read-modify-write of ``path``: ``flock`` on ``PATH.lock``
+    beside it (made if missing, never removed, so every writer locks the same file), released
+    when the block ends. It waits for the writer before it; the block must be short.
+
+    Where there is no ``fcntl`` (Windows) nothing is locked. Raises ``OSError`` when the
+    lock file cannot be made or opened (a read-only directory).
+    """
+    try:
+        import fcntl  # noqa: PLC0415 - only a writer needs it, and Windows has none
+    except ImportError:  # pragma: no cover - POSIX has fcntl
+        yield
+        return
+    name = os.path.abspath(os.fspath(path)) + ".lock"
+    os.makedirs(os.path.dirname(name), exist_ok=True)
+    fd = os.open(name, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def loads_json(data: bytes | str, source: str, *, depth: int = JSON_DEPTH) -> Any:

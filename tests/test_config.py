@@ -1,12 +1,31 @@
-"""Host configuration: TOML file, pyproject table, environment, overrides, and errors by key."""
+"""Host configuration: TOML file, pyproject table, environment, overrides, and errors by key;
+what a project file in the working directory may set before it is approved; the state files
+the host keeps, changed by one writer at a time."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import get_args, get_origin
 
 import pytest
+from pydantic import BaseModel
 
 from mcs_host import ConfigError, load_config
+from mcs_host.loading import config as config_module
+from mcs_host.loading.config import (
+    _PROJECT_KEYS,
+    PROJECT_FILES,
+    HostConfig,
+    approve_directory,
+    revoke_directory,
+)
+from mcs_host.trust.registry import RegistryError, RegistryState
+from mcs_host.trust.signatures import PrivateKey
 
 CONFIG = """\
 registries = ["locks/registry.json"]
@@ -50,15 +69,17 @@ def test_a_config_file_is_read_and_relative_registries_follow_it(tmp_path: Path)
 def test_the_pyproject_table_and_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # keys an unapproved project file may set (what tightens): see the tests below for the rest
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MCS_HOST_STATE_DIR", str(tmp_path / "state"))
     assert load_config(environ={}).source is None
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
     assert load_config(environ={}).source is None  # no [tool.mcs-host] table: defaults
-    (tmp_path / "pyproject.toml").write_text("[tool.mcs-host]\nhealthcheck = true\n")
-    assert load_config(environ={}).healthcheck is True
+    (tmp_path / "pyproject.toml").write_text("[tool.mcs-host]\nautoload = false\n")
+    assert load_config(environ={}).autoload is False
     (tmp_path / "mcs-host.toml").write_text("strict = true\n")
     config = load_config(environ={})
-    assert (config.strict, config.healthcheck) == (True, False)  # mcs-host.toml comes first
+    assert (config.strict, config.autoload) == (True, True)  # mcs-host.toml comes first
 
 
 def test_environment_then_overrides_win_over_the_file(tmp_path: Path) -> None:
@@ -132,3 +153,423 @@ def test_registry_keys_are_checked_when_the_config_is_read(tmp_path: Path) -> No
     message = r"registry_keys: public key .ed25519:AAAA. has 3 bytes, not 32"
     with pytest.raises(ConfigError, match=message):
         load_config(path, environ={})
+
+
+# -- the working directory is not trust: what an unapproved project file may set -------------
+
+LABEL = "files"
+REFUSED = {
+    # key: a TOML value an unapproved project file may not set (the weakest, where there is one)
+    "registries": '["elsewhere.json"]',
+    "registry_keys": f'["{PrivateKey.generate().public_key}"]',
+    "registry_threshold": "2",
+    "mcp_servers.<label>": "{}",
+    "mcp_servers.<label>.url": '"https://mcp.example/mcp"',
+    "mcp_servers.<label>.command": '["server", "--stdio"]',
+    "mcp_servers.<label>.distribution": '"adder-server"',
+    "mcp_servers.<label>.script": '"adder"',
+    "mcp_servers.<label>.args": '["--verbose"]',
+    "mcp_servers.<label>.env": '{ TOKEN = "x" }',
+    "mcp_servers.<label>.enabled": "true",
+    "mcp_servers.<label>.call_timeout": "3600",
+    "mcp_servers.<label>.consent": "false",
+    "trust.allow_unverified": "true",
+    "trust.allow_extensions": "true",
+    "trust.dependencies": '"report"',
+    "allow": '["other-files"]',
+    "deny": '["other-files"]',
+    "drivers.<label>": "{}",
+    "drivers.<label>.enabled": "true",
+    "drivers.<label>.driver": '"csv"',
+    "drivers.<label>.settings": '{ root = "/" }',
+    "drivers.<label>.autostart": "true",
+    "drivers.<label>.autostart_settings": "{ warm = true }",
+    "drivers.<label>.capabilities": '["healthcheck"]',
+    "drivers.<label>.timeout": "3600",
+    "drivers.<label>.isolation": '"none"',
+    "drivers.<label>.limits.memory_mb": "1",
+    "drivers.<label>.limits.cpu_seconds": "1",
+    "drivers.<label>.limits.open_files": "1",
+    "drivers.<label>.restarts": "100",
+    "plugins": "false",
+    "healthcheck": "true",
+    "timeout": "3600",
+    "call_timeout": "3600",
+    "namespace": '"always"',
+    "prompts": '"prompts.toml"',
+    "serve.allowed_hosts": '["evil.example:*"]',
+    "serve.allowed_origins": '["https://evil.example"]',
+    "serve.token_file": '"token.txt"',
+    "source": '"elsewhere.toml"',
+    "notes": '["nothing was ignored"]',
+}
+KEPT = {
+    # key: a TOML value an unapproved project file may set (the tightest)
+    "trust.allow_unverified": "false",
+    "trust.allow_extensions": "false",
+    "trust.dependencies": '"refuse"',
+    "require": '{ files = ">=1" }',
+    "require_capabilities": '["healthcheck"]',
+    "autoload": "false",
+    "strict": "true",
+    "drivers.<label>": "{ enabled = false }",
+    "drivers.<label>.enabled": "false",
+    "plugins": "true",
+    "healthcheck": "false",
+    "timeout": "2.5",
+    "call_timeout": "30",
+    "isolation": '"process"',
+    "namespace": '"on-collision"',
+}
+NOT_SETTINGS = {"source", "notes"}
+"""Keys the host sets itself: from any file they are replaced, approved or not."""
+MISSING = object()
+
+
+def schema_keys(model: type[BaseModel] = HostConfig, prefix: str = "") -> list[str]:
+    """Every key of ``model``'s schema, dotted, ``<label>`` for the tables named by label:
+    the leaves, and those tables (each one a mount), but not the plain tables holding keys."""
+    keys: list[str] = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys += schema_keys(annotation, f"{prefix}{name}.")
+        elif get_origin(annotation) is dict and _is_model(get_args(annotation)[1]):
+            keys.append(f"{prefix}{name}.<label>")
+            keys += schema_keys(get_args(annotation)[1], f"{prefix}{name}.<label>.")
+        else:
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def _is_model(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def test_every_key_of_the_schema_has_a_decision_and_the_table_names_no_other() -> None:
+    keys = schema_keys()
+    assert len(keys) == len(set(keys))
+    assert "drivers.<label>.limits.memory_mb" in keys  # the walk reaches the nested tables
+    assert set(_PROJECT_KEYS) == set(keys), (
+        f"not decided: {sorted(set(keys) - set(_PROJECT_KEYS))}; "
+        f"not in the schema: {sorted(set(_PROJECT_KEYS) - set(keys))}"
+    )
+    for key, rule in _PROJECT_KEYS.items():
+        assert rule.why, key
+        # every key has a value that shows its rule: one refused, unless any value is allowed
+        assert key in REFUSED or rule.values == "any", key
+        assert (key in KEPT) == (rule.values is not None), key
+    assert set(REFUSED) | set(KEPT) <= set(keys)
+
+
+def dotted(key: str) -> str:
+    return key.replace("<label>", LABEL)
+
+
+def value_at(config: HostConfig, key: str) -> object:
+    """The value at a dotted key of ``config``; :data:`MISSING` where a table is absent."""
+    value: object = config
+    for part in dotted(key).split("."):
+        value = value.get(part, MISSING) if isinstance(value, dict) else getattr(value, part)
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
+    """A project directory holding ``mcs-host.toml`` with ``text``, as the working directory,
+    with the host's state in ``tmp_path``."""
+    directory = tmp_path / "project"
+    directory.mkdir(exist_ok=True)
+    (directory / "mcs-host.toml").write_text(text)
+    (directory / "prompts.toml").write_text("")
+    monkeypatch.chdir(directory)
+    monkeypatch.setenv("MCS_HOST_STATE_DIR", str(tmp_path / "state"))
+    return directory
+
+
+def ignored_names(config: HostConfig) -> list[str]:
+    if not config.notes:
+        return []
+    (note,) = config.notes
+    assert "to use it, run `mcs-host allow " in note
+    assert note.endswith(f"or pass --config {config.source}")
+    return note.split(": ignored ", 1)[1].split(": ", 1)[0].split(", ")
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED))
+def test_an_unapproved_project_file_cannot_set_a_key_to_its_weakest_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    line = f"{dotted(key)} = {REFUSED[key]}\n"
+    directory = project(tmp_path, monkeypatch, line)
+    default = value_at(HostConfig(), key)
+    # named, the file is the user's: the setting takes effect (the host's own keys excepted)
+    meant = value_at(load_config(directory / "mcs-host.toml", environ={}), key)
+    if key not in NOT_SETTINGS:
+        assert meant is not MISSING
+        assert meant != default or key == "trust.dependencies"  # "report" is the default
+    # unapproved, it does not, and the note names it (a server's table as a whole)
+    config = load_config(environ={})
+    if key not in NOT_SETTINGS:
+        assert value_at(config, key) in (MISSING, default)
+    name = f"mcp_servers.{LABEL}" if key.startswith("mcp_servers.<label>.") else dotted(key)
+    assert ignored_names(config) == [name]
+    assert "(the directory is not approved)" in config.notes[0]
+    if key.startswith("drivers.<label>.") and key != "drivers.<label>.enabled":
+        # a disabled mount's table is kept; the key in it is not
+        (directory / "mcs-host.toml").write_text(f"{line}drivers.{LABEL}.enabled = false\n")
+        config = load_config(environ={})
+        assert config.drivers[LABEL].enabled is False
+        assert value_at(config, key) == value_at(HostConfig(drivers={LABEL: {}}), key)
+        assert ignored_names(config) == [dotted(key)]
+        (directory / "mcs-host.toml").write_text(line)
+    # approved, it does
+    approve_directory(directory)
+    config = load_config(environ={})
+    assert config.notes == ()
+    if key not in NOT_SETTINGS:
+        assert value_at(config, key) == meant
+
+
+@pytest.mark.parametrize("key", sorted(KEPT))
+def test_an_unapproved_project_file_keeps_what_only_tightens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    directory = project(tmp_path, monkeypatch, f"{dotted(key)} = {KEPT[key]}\n")
+    meant = value_at(load_config(directory / "mcs-host.toml", environ={}), key)
+    config = load_config(environ={})
+    assert config.notes == ()
+    assert value_at(config, key) == meant
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ("plugins = 0\n", "plugins"),  # validation would read it as false
+        ('plugins = "off"\n', "plugins"),
+        ('timeout = "3600"\n', "timeout"),
+        ("call_timeout = inf\n", "call_timeout"),
+        ("trust.allow_unverified = 0\n", "trust.allow_unverified"),
+    ],
+)
+def test_a_value_that_only_validation_would_read_as_an_allowed_one_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, key: str
+) -> None:
+    project(tmp_path, monkeypatch, line)
+    config = load_config(environ={})
+    assert ignored_names(config) == [key]
+    assert value_at(config, key) == value_at(HostConfig(), key)
+
+
+def test_an_unknown_key_in_an_unapproved_project_file_is_still_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project(
+        tmp_path,
+        monkeypatch,
+        "plugin = false\n[trust]\nallow_unverifed = true\n"
+        "[drivers.files]\nsetings = {}\n[mcp_servers.evil]\ncomand = 'sh'\n",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(environ={})
+    lines = str(caught.value).splitlines()
+    source = str(tmp_path / "project" / "mcs-host.toml")
+    assert [line.removeprefix(f"{source}: ") for line in lines] == [
+        "trust.allow_unverifed: Extra inputs are not permitted",
+        "drivers.files.setings: Extra inputs are not permitted",
+        "mcp_servers.evil.comand: Extra inputs are not permitted",
+        "plugin: Extra inputs are not permitted",
+    ]
+
+
+def test_one_note_names_every_ignored_key_in_the_order_of_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = project(
+        tmp_path,
+        monkeypatch,
+        'plugins = false\nstrict = true\nregistries = ["r.json"]\n[trust]\n'
+        'allow_unverified = true\ndependencies = "refuse"\n[drivers.files]\nsettings = {}\n'
+        "[drivers.csv]\nenabled = false\ntimeout = 99\n[mcp_servers.evil]\ncommand = 'sh'\n",
+    )
+    config = load_config(environ={})
+    assert ignored_names(config) == [
+        "registries",
+        "mcp_servers.evil",
+        "trust.allow_unverified",
+        "drivers.files.settings",
+        "drivers.csv.timeout",
+        "plugins",
+    ]
+    assert (config.strict, config.trust.dependencies, config.plugins) == (True, "refuse", True)
+    assert list(config.drivers) == ["csv"]
+    assert config.notes[0] == (
+        f"{directory / 'mcs-host.toml'}: ignored {', '.join(ignored_names(config))}: a "
+        "configuration found in the working directory may not set what could make the host "
+        "run, reach or tell the model more than your own settings would (the directory is not "
+        f"approved); to use it, run `mcs-host allow {directory}` or pass --config "
+        f"{directory / 'mcs-host.toml'}"
+    )
+
+
+def test_an_approval_lapses_when_a_file_changes_or_appears(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = project(tmp_path, monkeypatch, "plugins = false\n")
+    assert approve_directory(directory).keys() == {"mcs-host.toml"}
+    assert load_config(environ={}).plugins is False
+    (directory / "mcs-host.toml").write_text("plugins = false\n# changed\n")
+    config = load_config(environ={})
+    assert config.plugins is True
+    assert "(its files changed since the directory was approved)" in config.notes[0]
+    approve_directory(directory)
+    assert load_config(environ={}).plugins is False
+    (directory / "pyproject.toml").write_text('[project]\nname = "app"\n')  # a new file
+    assert load_config(environ={}).plugins is True
+    approve_directory(directory)
+    assert load_config(environ={}).plugins is False
+    assert revoke_directory(directory) is True
+    assert load_config(environ={}).plugins is True
+    assert revoke_directory(directory) is False
+
+
+@pytest.mark.parametrize("used", ["mcs-host.toml", "pyproject.toml"])
+def test_each_project_file_is_read_once_and_its_hash_is_of_the_bytes_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, used: str
+) -> None:
+    directory = project(tmp_path, monkeypatch, "plugins = false\n")
+    if used == "pyproject.toml":
+        (directory / "mcs-host.toml").unlink()
+        (directory / "pyproject.toml").write_text("[tool.mcs-host]\nplugins = false\n")
+    else:
+        (directory / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    approve_directory(directory)
+    approved = {f.name: f.read_bytes() for f in directory.iterdir() if f.name in PROJECT_FILES}
+    real = config_module._read_config
+    reads: list[str] = []
+
+    def read_config(path: str) -> bytes:
+        """The file as it is; read again, the bytes that were approved (a file swapped back
+        between two reads)."""
+        name = os.path.basename(path)
+        reads.append(name)
+        return approved[name] if reads.count(name) > 1 else real(path)
+
+    monkeypatch.setattr(config_module, "_read_config", read_config)
+    config = load_config(environ={})
+    assert sorted(reads) == sorted(approved)
+    assert (config.plugins, config.notes) == (False, ())
+    # changed after the approval: what is parsed is what is judged, so it is not approved
+    reads.clear()
+    (directory / used).write_text((directory / used).read_text() + "prompts = 'prompts.toml'\n")
+    config = load_config(environ={})
+    assert sorted(reads) == sorted(approved)
+    assert (config.prompts, config.plugins) == (None, True)
+    assert ignored_names(config) == ["plugins", "prompts"]
+    assert "(its files changed since the directory was approved)" in config.notes[0]
+
+
+# -- the state the host keeps: read, changed and written by one writer at a time -------------
+
+CHILD = """
+import os, sys, time
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):  # the barrier: every child starts its update together
+    time.sleep(0.001)
+{body}
+"""
+APPROVE = "from mcs_host.loading.config import approve_directory\napprove_directory(sys.argv[3])"
+ACCEPT = (
+    "from mcs_host.trust.registry import RegistryState\n"
+    "RegistryState(sys.argv[3]).accept(sys.argv[4], 1, 'ab' * 32, sys.argv[4] + '.json')"
+)
+
+
+def together(tmp_path: Path, body: str, args: list[list[str]], env: dict[str, str]) -> None:
+    """Run one child per ``args`` with ``body``, each starting its update once all are
+    ready; every child must succeed."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    go = barrier / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD.format(body=body), str(barrier / f"{n}"), str(go), *a],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, a in enumerate(args)
+    ]
+    while len(list(barrier.iterdir())) < len(children):
+        assert all(c.poll() is None for c in children), [c.communicate() for c in children]
+        time.sleep(0.01)
+    go.touch()
+    for child in children:
+        out, err = child.communicate()
+        assert child.returncode == 0, out + err
+
+
+WRITERS = 12
+
+
+def test_approvals_made_at_once_are_all_recorded(tmp_path: Path) -> None:
+    directories = [tmp_path / f"project-{n}" for n in range(WRITERS)]
+    for directory in directories:
+        directory.mkdir()
+        (directory / "mcs-host.toml").write_text(f"# {directory.name}\n")
+    state = tmp_path / "state"
+    together(tmp_path, APPROVE, [[str(d)] for d in directories], {"MCS_HOST_STATE_DIR": str(state)})
+    recorded = json.loads((state / "approved-directories.json").read_text())["directories"]
+    assert sorted(recorded) == sorted(os.path.realpath(d) for d in directories)
+
+
+def test_registry_states_recorded_at_once_are_all_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state" / "registry-state.json"
+    lineages = [f"{tmp_path}/lineage-{n}" for n in range(WRITERS)]
+    together(tmp_path, ACCEPT, [[str(state), lineage] for lineage in lineages], {})
+    document = json.loads(state.read_text())
+    assert sorted(k for k in document if k != "signed-paths") == sorted(lineages)
+    assert sorted(document["signed-paths"].values()) == sorted(lineages)
+
+
+def test_a_version_accepted_meanwhile_is_never_lowered(tmp_path: Path) -> None:
+    # another host accepted version 5 after this one read the state at version 3
+    state = RegistryState(tmp_path / "state.json")
+    state.accept("lineage", 3, "aa" * 32, str(tmp_path / "index.json"))
+    other = RegistryState(tmp_path / "state.json")
+    other.accept("lineage", 5, "bb" * 32, str(tmp_path / "index.json"))
+    with pytest.raises(RegistryError, match="version 4 is older than version 5") as caught:
+        state.accept("lineage", 4, "cc" * 32, str(tmp_path / "index.json"))
+    assert caught.value.reason == "rollback"
+    assert state.last("lineage") == (5, "bb" * 32)
+
+
+# -- the README says what a project file may set -------------------------------------------
+
+
+def test_the_readme_lists_what_an_unapproved_project_file_may_set() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = " ".join(readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0].split())
+    listed = section.split("Until then it may set only ", 1)[1].split(";", 1)[0]
+    allowed = [
+        key if rule.values == "any" else f"{key} = {rule.values}"
+        for key, rule in _PROJECT_KEYS.items()
+        if rule.values is not None and not rule.values.startswith("at most")
+    ]
+    limited = [
+        f"{key}` {rule.values}"
+        for key, rule in _PROJECT_KEYS.items()
+        if rule.values is not None and rule.values.startswith("at most")
+    ]
+    # a driver table, and the one key it may keep, are shown as one
+    table = {
+        "drivers.<label> = enabled = false": "[drivers.<label>] enabled = false",
+        "drivers.<label>.enabled = false": "[drivers.<label>] enabled = false",
+    }
+    shown = list(dict.fromkeys(table.get(item, item) for item in allowed))
+    for item in [*shown, *limited]:
+        assert f"`{item}" in listed, item
+    assert listed.count("`") == 2 * (len(shown) + len(limited))

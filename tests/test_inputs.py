@@ -111,9 +111,9 @@ def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_appro
         assert statuses(done)["pinned"] == ("rejected", "not-in-registry")
         note = (
             f"note: {config}: ignored registries, trust.allow_unverified: a configuration "
-            "found in the working directory may not choose registries, declare MCP servers or "
-            "relax the trust policy (the directory is not approved); to use it, run "
-            f"`mcs-host allow {project}` or pass --config {config}"
+            "found in the working directory may not set what could make the host run, reach "
+            "or tell the model more than your own settings would (the directory is not "
+            f"approved); to use it, run `mcs-host allow {project}` or pass --config {config}"
         )
         assert note in done.stderr
         assert json.loads(done.stdout)["config_notes"] == [note.removeprefix("note: ")]
@@ -139,6 +139,104 @@ def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_appro
     finally:
         config.unlink()
         ran(scene)
+
+
+CONSENT_ID = "7c1f0000-0000-4000-8000-0000000000f3"
+MARKING_ID = "7c1f0000-0000-4000-8000-0000000000f4"
+DENYING = """
+from mcs_host.loading.hooks import hookimpl
+
+
+@hookimpl
+def mcs_host_consent(call):
+    return "the consent plugin says no"
+"""
+MARKING = """
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [Tool(name="mark", description="Write the marker.")]
+
+    def execute_tool(self, tool_name, arguments):
+        open({marker!r}, "a").write("the tool ran\\n")
+        return "marked"
+"""
+
+
+def test_a_project_file_cannot_turn_off_the_plugin_that_denies_a_call(
+    wheelhouse: Path, uv_cache: Path, tmp_path: Path
+) -> None:
+    """A real pinned host plugin denies every call; a project file in the working directory
+    says ``plugins = false``: until the directory is approved the plugin is still asked, and
+    the tool it denies (which writes a marker) never runs."""
+    marker = tmp_path / "ran.txt"
+    venv = Venv.create(tmp_path / "venv")
+    venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
+    base = driver_project("marking-driver", marker, MARKING_ID, label="marking")
+    driver = Project(
+        base.name,
+        files={**base.files, "marking_driver/__init__.py": MARKING.format(marker=str(marker))},
+        entry_points=base.entry_points,
+        dependencies=["mcs-host"],
+    )
+    plugin = Project(
+        "denying-plugin",
+        files={"denying_plugin/__init__.py": DENYING},
+        entry_points={"mcs.host_plugins": {"denying": "denying_plugin"}},
+        dependencies=["mcs-host"],
+    )
+    wheels = [build_wheel(p.write(tmp_path / "src"), tmp_path / "wheels") for p in (driver, plugin)]
+    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    registry = write_registry(
+        tmp_path / "registry.json",
+        {
+            MARKING_ID: entry(
+                "marking-driver",
+                "marking",
+                "marking_driver:Driver",
+                releases={"1.0.0": pin(wheels[0])},
+            ),
+            CONSENT_ID: entry(
+                "denying-plugin",
+                "denying",
+                "denying_plugin",
+                group="mcs.host_plugins",
+                releases={"1.0.0": pin(wheels[1])},
+            ),
+        },
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "mcs-host.toml"
+    config.write_text("plugins = false\n")
+    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
+
+    def call() -> subprocess.CompletedProcess[str]:
+        return venv.run(
+            "mcs-host", "call", "mark", "--json", "--registry", registry, env=state, cwd=project
+        )
+
+    done = call()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the consent plugin says no" in done.stdout
+    assert f"note: {config}: ignored plugins: " in done.stderr
+    assert not marker.exists()
+    loaded = venv.run("mcs-host", "load", "--json", "--registry", registry, env=state, cwd=project)
+    plugins = json.loads(loaded.stdout)["plugins"]
+    assert [(p["label"], p["status"]) for p in plugins] == [("denying", "mounted")]
+    assert not marker.exists()
+    # approved, the directory's plugins = false is the user's: the plugin is not loaded
+    allowed = venv.run("mcs-host", "allow", project, env=state)
+    assert allowed.returncode == 0, allowed.stderr
+    done = call()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note:" not in done.stderr
+    assert marker.read_text() == "the tool ran\n"
 
 
 def test_a_registry_in_the_working_directory_is_never_used_unless_named(

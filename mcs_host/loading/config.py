@@ -2,26 +2,30 @@
 
 The file is ``mcs-host.toml``, or the ``[tool.mcs-host]`` table of a ``pyproject.toml``; it is
 found from ``--config``, else ``MCS_HOST_CONFIG``, else the current directory. A file found in
-the current directory is the project's, not the user's: whoever can write there must not
-choose the registries and keys or relax the trust policy, so those settings are ignored (and
-the ignoring reported in :attr:`HostConfig.notes`) unless the user named the file or approved
-the directory with :func:`approve_directory` (``mcs-host allow``), which records the files'
-sha256: an approval lapses when they change. Every setting is validated; an error names the
-file and the key, or the environment variable.
+the current directory is the project's, not the user's: whoever can write there must not make
+the host run, reach or tell the model anything the user's own settings would not. Until the
+user names the file or approves the directory with :func:`approve_directory` (``mcs-host
+allow``, which records the files' sha256: an approval lapses when they change), such a file
+may set only what :data:`_PROJECT_KEYS` allows, a whitelist of every key of the schema; the
+rest is ignored and the ignoring reported in :attr:`HostConfig.notes`. Each file is read once:
+the bytes hashed for the approval are the bytes parsed. Every setting is validated; an error
+names the file and the key, or the environment variable.
 
 One module: every source of a setting (file, project approval, environment, options) merges
-into one :class:`HostConfig`, and the order of that merge is the rule; apart, the order would
-be hidden.
+into one :class:`HostConfig`, and the order of that merge is the rule, as is the table of what
+a project may set beside the schema it judges; apart, both would be hidden.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tomllib
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import (
@@ -38,6 +42,7 @@ from mcs_host._files import (
     STATE_LIMIT,
     InputError,
     loads_json,
+    locked,
     read_bytes,
     validation_lines,
 )
@@ -72,7 +77,6 @@ __all__ = [
 
 PROJECT_FILES = ("mcs-host.toml", "pyproject.toml")
 """The configuration files looked for in the current directory, in that order."""
-_TRUST_KEYS = ("registries", "registry_keys", "registry_threshold", "mcp_servers")
 
 
 class ConfigError(ValueError):
@@ -306,8 +310,8 @@ class HostConfig(_Strict):
     notes: tuple[str, ...] = Field(
         default=(),
         exclude=True,
-        description="What the configuration ignored and why (project settings that may not "
-        "choose registries or relax trust, a registry.json nobody named).",
+        description="What the configuration ignored and why (what a project file in the "
+        "working directory may not set until it is approved, a registry.json nobody named).",
     )
 
     @field_validator("registry_keys")
@@ -365,6 +369,136 @@ class HostConfig(_Strict):
 
 _INPUT_ERRORS = frozenset({"unreadable", "invalid", "state-unreadable"})
 """Registry errors that are bad input (a missing, unreadable or malformed file)."""
+
+
+# -- what a project file may set before its directory is approved ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """Whether a project file in the working directory may set a key before its directory
+    is approved: ``values`` says which values (``None``: none, it needs approval), ``check``
+    tells them (``None``: none), ``why`` is the reason."""
+
+    values: str | None
+    check: Callable[[object], bool] | None
+    why: str
+
+    def allows(self, value: object) -> bool:
+        return self.check is not None and self.check(value)
+
+
+def _approval(why: str) -> _Rule:
+    return _Rule(None, None, why)
+
+
+def _any(why: str) -> _Rule:
+    return _Rule("any", lambda value: True, why)
+
+
+def _only(allowed: object, why: str) -> _Rule:
+    """Only ``allowed``, of its own type (no ``"no"`` read as false, no ``0`` as false)."""
+    shown = json.dumps(allowed)
+    return _Rule(shown, lambda value: type(value) is type(allowed) and value == allowed, why)
+
+
+def _at_most(limit: float, why: str) -> _Rule:
+    def check(value: object) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value <= limit
+
+    return _Rule(f"at most {limit:g}", check, why)
+
+
+_DEFAULT_TIMEOUT = float(HostConfig.model_fields["timeout"].default)
+_SERVER_CALL_TIMEOUT = 60.0
+"""The call timeout of isolated drivers and MCP servers when none is configured."""
+_SERVER_TABLE = "part of a server table, which needs approval whole"
+_DRIVER_TABLE = "part of a driver table, which it may only disable"
+
+_PROJECT_KEYS: dict[str, _Rule] = {
+    # who is trusted
+    "registries": _approval("it would choose what is trusted"),
+    "registry_keys": _approval("it would choose who may sign registries"),
+    "registry_threshold": _approval(
+        "a registry it makes fail is left out whole, and its revocations with it"
+    ),
+    "mcp_servers.<label>": _approval(
+        "a server table mounts a server: its command runs, its URL is reached"
+    ),
+    "mcp_servers.<label>.url": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.command": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.distribution": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.script": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.args": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.env": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.enabled": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.call_timeout": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.consent": _approval(_SERVER_TABLE),
+    # the trust policy
+    "trust.allow_unverified": _only(False, "true loads code no registry vouches for"),
+    "trust.allow_extensions": _only(False, "true loads native code"),
+    "trust.dependencies": _only("refuse", '"report" lets unverified dependencies run'),
+    # what is mounted
+    "allow": _approval(
+        "naming one distribution of a contested label settles the conflict: that one loads"
+    ),
+    "deny": _approval(
+        "denying one distribution of a contested label settles the conflict: the other loads"
+    ),
+    "require": _any("it only adds errors and version refusals; it mounts nothing"),
+    "require_capabilities": _any("it only keeps drivers out"),
+    "autoload": _any("false only mounts fewer drivers"),
+    "strict": _any("true only makes failures errors"),
+    "drivers.<label>": _Rule(
+        "enabled = false",
+        lambda table: isinstance(table, Mapping) and table.get("enabled") is False,
+        "a driver table is a mount (with autoload off, one the user did not list): an "
+        "unapproved one is kept only to leave a mount out",
+    ),
+    "drivers.<label>.enabled": _only(False, "true is a mount"),
+    "drivers.<label>.driver": _approval("it would choose what is mounted under the label"),
+    "drivers.<label>.settings": _approval(
+        "constructor arguments: what the driver reaches (a file driver's root)"
+    ),
+    "drivers.<label>.autostart": _approval("true runs the driver's autostart()"),
+    "drivers.<label>.autostart_settings": _approval("what autostart() is given"),
+    "drivers.<label>.capabilities": _approval(_DRIVER_TABLE),
+    "drivers.<label>.timeout": _approval(_DRIVER_TABLE),
+    "drivers.<label>.isolation": _approval('"none" runs in process what the user isolated'),
+    "drivers.<label>.limits.memory_mb": _approval(_DRIVER_TABLE),
+    "drivers.<label>.limits.cpu_seconds": _approval(_DRIVER_TABLE),
+    "drivers.<label>.limits.open_files": _approval(_DRIVER_TABLE),
+    "drivers.<label>.restarts": _approval("more restarts run a failing driver again"),
+    # how the host runs them
+    "plugins": _only(True, "false turns the host plugins off: consent, audit, verify hooks"),
+    "healthcheck": _only(False, "true runs each driver's healthcheck() before mounting"),
+    "timeout": _at_most(
+        _DEFAULT_TIMEOUT, "a longer one lets a driver mount that would have timed out"
+    ),
+    "call_timeout": _at_most(
+        _SERVER_CALL_TIMEOUT,
+        "a longer one lets a call finish that would have been cut off (isolated drivers and "
+        "MCP servers get 60 seconds when it is unset)",
+    ),
+    "isolation": _any('"process" only moves drivers into processes of their own'),
+    "namespace": _only(
+        "on-collision", '"always" renames every tool: the names the model and consent plugins see'
+    ),
+    # what the model is told, who reaches the host
+    "prompts": _approval("the text the model is told"),
+    "serve.allowed_hosts": _approval("who reaches serve --http"),
+    "serve.allowed_origins": _approval("which web pages reach serve --http"),
+    "serve.token_file": _approval("a token the file's writer knows would admit them"),
+    # not settings
+    "source": _approval("not a setting: the host records where it read the configuration"),
+    "notes": _approval("not a setting: the host records what it ignored"),
+}
+"""Every key of :class:`HostConfig`, dotted (``<label>`` for a table's name), with whether a
+project file in the working directory may set it before its directory is approved: only
+what cannot make the host run, reach or tell the model anything the user's own settings
+would not (the file is the lowest layer, under the environment and the options, so a value
+the rule allows can only keep the default or tighten it). A key not allowed is ignored and
+named in a note; ``tests/test_config.py`` fails when a key of the schema is missing here."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -430,69 +564,148 @@ def _read_file(
     """The settings, the file they come from, and notes on what was ignored."""
     explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
     if explicit is not None:
-        return _parse(explicit, required=True), explicit, []
+        return _parse(_read_config(explicit), explicit, required=True), explicit, []
+    read: dict[str, bytes] = {}  # each project file's bytes, read once: hashed and parsed
     for candidate in PROJECT_FILES:
         if os.path.isfile(candidate):
-            data = _parse(candidate, required=False)
+            read[candidate] = _read_config(candidate)
+            data = _parse(read[candidate], candidate, required=False)
             if data or candidate == "mcs-host.toml":
                 source = os.path.abspath(candidate)
-                return _project_settings(data, source), source, _project_notes(data, source)
+                return _from_project(data, source, read)
     return {}, None, []
 
 
-def _project_settings(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """``data`` from a project file, without the trust settings it may not make unless the
-    directory is approved."""
-    if _approval_problem(os.path.dirname(source)) is None:
-        return data
-    kept = {k: v for k, v in data.items() if k not in _TRUST_KEYS}
-    trust = data.get("trust")
-    if isinstance(trust, Mapping):
-        kept["trust"] = {k: v for k, v in trust.items() if not _relaxes(k, v)}
+def _from_project(
+    data: dict[str, Any], source: str, read: Mapping[str, bytes]
+) -> tuple[dict[str, Any], str, list[str]]:
+    """``data`` of a project file whole when its directory is approved for the bytes in
+    ``read``; else what :data:`_PROJECT_KEYS` lets it set, and a note naming the rest."""
+    directory = os.path.dirname(source)
+    problem = _approval_problem(directory, read)
+    if problem is None:
+        return data, source, []
+    ignored: list[tuple[str, str]] = []
+    kept = _unapproved(data, HostConfig, "", "", ignored)
+    if not ignored:
+        return kept, source, []
+    order = {pattern: place for place, pattern in enumerate(_PROJECT_KEYS)}
+    names = [name for _, name in sorted(ignored, key=lambda item: order.get(item[0], len(order)))]
+    return (
+        kept,
+        source,
+        [
+            f"{source}: ignored {', '.join(names)}: a configuration found in the working "
+            "directory may not set what could make the host run, reach or tell the model more "
+            f"than your own settings would ({problem}); to use it, run "
+            f"`mcs-host allow {directory}` or pass --config {source}"
+        ],
+    )
+
+
+def _unapproved(
+    data: Mapping[str, Any],
+    model: type[BaseModel],
+    pattern: str,
+    prefix: str,
+    ignored: list[tuple[str, str]],
+) -> dict[str, Any]:
+    """What of ``data`` (a table of ``model``, at ``prefix``; its keys at ``pattern`` in
+    :data:`_PROJECT_KEYS`) an unapproved project may set; each key left out is appended to
+    ``ignored`` as ``(pattern, dotted name)``. A key the schema lacks and a value of the wrong
+    shape are kept, for validation to name them."""
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            kept[key] = value  # a typo: validation names it
+            continue
+        nested, labelled = _nested(field.annotation)
+        where, name = f"{pattern}{key}", f"{prefix}{key}"
+        if nested is not None and isinstance(value, Mapping) and not labelled:
+            kept[key] = _unapproved(value, nested, f"{where}.", f"{name}.", ignored)
+        elif nested is not None and isinstance(value, Mapping):
+            kept[key] = _unapproved_entries(value, nested, f"{where}.<label>", name, ignored)
+        elif nested is not None:
+            kept[key] = value  # a table that is not one: validation names it
+        elif _rule(where).allows(value):
+            kept[key] = value
+        else:
+            ignored.append((where, name))
     return kept
 
 
-def _project_notes(data: dict[str, Any], source: str) -> list[str]:
-    problem = _approval_problem(os.path.dirname(source))
-    if problem is None:
-        return []
-    ignored = [key for key in _TRUST_KEYS if key in data]
-    trust = data.get("trust")
-    if isinstance(trust, Mapping):
-        ignored += [f"trust.{k}" for k, v in trust.items() if _relaxes(k, v)]
-    if not ignored:
-        return []
-    directory = os.path.dirname(source)
-    return [
-        f"{source}: ignored {', '.join(ignored)}: a configuration found in the working "
-        f"directory may not choose registries, declare MCP servers or relax the trust policy "
-        f"({problem}); to use "
-        f"it, run `mcs-host allow {directory}` or pass --config {source}"
-    ]
+def _unapproved_entries(
+    tables: Mapping[str, Any],
+    model: type[BaseModel],
+    pattern: str,
+    prefix: str,
+    ignored: list[tuple[str, str]],
+) -> dict[str, Any]:
+    """The ``[<prefix>.<label>]`` tables an unapproved project may keep: each one's keys
+    judged, then the table itself by its rule (a mount must not be added)."""
+    kept: dict[str, Any] = {}
+    rule = _rule(pattern)
+    for label, table in tables.items():
+        name = f"{prefix}.{label}"
+        if not isinstance(table, Mapping):
+            kept[label] = table  # validation names it
+            continue
+        unknown = {k: v for k, v in table.items() if k not in model.model_fields}
+        if rule.check is None:
+            ignored.append((pattern, name))
+            if unknown:
+                kept[label] = unknown
+            continue
+        judged: list[tuple[str, str]] = []
+        filtered = _unapproved(table, model, f"{pattern}.", f"{name}.", judged)
+        ignored.extend(judged)
+        if unknown or rule.allows(filtered):
+            kept[label] = filtered
+        elif not judged:
+            ignored.append((pattern, name))
+    return kept
 
 
-def _relaxes(key: str, value: object) -> bool:
-    """Whether ``trust.<key> = value`` lets more load than the defaults do."""
-    if key in ("allow_unverified", "allow_extensions"):
-        return value is not False
-    if key == "dependencies":
-        return value != "refuse"
-    return True  # an unknown key: validation names it, but it is not kept from a project
+def _rule(pattern: str) -> _Rule:
+    """The rule of a key; one the table lacks (the test forbids it) needs approval."""
+    return _PROJECT_KEYS.get(pattern) or _approval("no decision was made for it")
 
 
-def _parse(path: str, *, required: bool) -> dict[str, Any]:
+def _nested(annotation: object) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field's value is a table of, and whether it is a table of them by label
+    (``dict[str, Model]``); ``(None, False)`` for a plain value."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    if get_origin(annotation) is dict:
+        value = get_args(annotation)[1]
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            return value, True
+    return None, False
+
+
+def _read_config(path: str) -> bytes:
+    """The bytes of a configuration file, read once: an approval's hash and the parse take
+    these same bytes."""
     try:
-        data = read_bytes(path, "configuration file", CONFIG_LIMIT)
-        document = tomllib.loads(data.decode("utf-8"))
+        return read_bytes(path, "configuration file", CONFIG_LIMIT)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except InputError as exc:
         raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _parse(data: bytes, path: str, *, required: bool) -> dict[str, Any]:
+    """The settings in ``data``, the bytes of the file ``path``."""
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be a configuration") from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     if os.path.basename(path) == "pyproject.toml":
         tool = document.get("tool", {})
@@ -512,17 +725,18 @@ def _approvals_path() -> str:
     return os.path.join(state_directory(), "approved-directories.json")
 
 
-def _project_hashes(directory: str) -> dict[str, str]:
-    """The sha256 of each project configuration file in ``directory``."""
+def _project_hashes(directory: str, read: Mapping[str, bytes] | None = None) -> dict[str, str]:
+    """The sha256 of each project configuration file in ``directory``: of its bytes in
+    ``read`` (name -> the bytes already read, the ones parsed), else of the file read now."""
     found = {}
     for name in PROJECT_FILES:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            try:
-                data = read_bytes(path, name, CONFIG_LIMIT)
-            except (OSError, InputError) as exc:
-                raise ConfigError(str(exc)) from None
-            found[name] = hashlib.sha256(data).hexdigest()
+        if read is not None and name in read:
+            data = read[name]
+        elif os.path.isfile(path := os.path.join(directory, name)):
+            data = _read_config(path)
+        else:
+            continue
+        found[name] = hashlib.sha256(data).hexdigest()
     return found
 
 
@@ -546,13 +760,14 @@ def _read_approvals() -> dict[str, dict[str, str]]:
     return {str(k): dict(v) for k, v in directories.items()}
 
 
-def _approval_problem(directory: str) -> str | None:
-    """Why ``directory``'s project configuration is not approved, or ``None`` if it is."""
+def _approval_problem(directory: str, read: Mapping[str, bytes]) -> str | None:
+    """Why ``directory``'s project configuration is not approved, or ``None`` if it is; the
+    files in ``read`` are judged by the bytes there, which are the bytes parsed."""
     real = os.path.realpath(directory)
     approved = _read_approvals().get(real)
     if approved is None:
         return "the directory is not approved"
-    if approved != _project_hashes(real):
+    if approved != _project_hashes(real, read):
         return "its files changed since the directory was approved"
     return None
 
@@ -565,28 +780,37 @@ def approve_directory(directory: str | os.PathLike[str]) -> dict[str, str]:
     hashes = _project_hashes(real)
     if not hashes:
         raise ConfigError(f"{real}: has no {' or '.join(PROJECT_FILES)} to approve")
-    approvals = _read_approvals()
-    approvals[real] = hashes
-    _write_approvals(approvals)
+    with _approvals_locked():
+        approvals = _read_approvals()
+        approvals[real] = hashes
+        _write_approvals(approvals)
     return hashes
 
 
 def revoke_directory(directory: str | os.PathLike[str]) -> bool:
     """Withdraw the approval of ``directory``; whether there was one."""
     real = os.path.realpath(os.fspath(directory))
-    approvals = _read_approvals()
-    if approvals.pop(real, None) is None:
-        return False
-    _write_approvals(approvals)
+    with _approvals_locked():
+        approvals = _read_approvals()
+        if approvals.pop(real, None) is None:
+            return False
+        _write_approvals(approvals)
     return True
+
+
+@contextlib.contextmanager
+def _approvals_locked() -> Iterator[None]:
+    """The approvals' lock, held for a read-modify-write: two approvals at once both count."""
+    try:
+        with locked(_approvals_path()):
+            yield
+    except OSError as exc:
+        raise ConfigError(f"{_approvals_path()}: cannot record the approval: {exc}") from None
 
 
 def _write_approvals(approvals: dict[str, dict[str, str]]) -> None:
     text = json.dumps({"directories": approvals}, indent=2, sort_keys=True) + "\n"
-    try:
-        write_atomic(_approvals_path(), text)
-    except OSError as exc:
-        raise ConfigError(f"{_approvals_path()}: cannot record the approval: {exc}") from None
+    write_atomic(_approvals_path(), text)
 
 
 def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:

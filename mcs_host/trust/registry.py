@@ -39,6 +39,7 @@ from mcs_host._files import (
     STATE_LIMIT,
     InputError,
     loads_json,
+    locked,
     read_bytes,
     validation_lines,
 )
@@ -396,7 +397,8 @@ class RegistrySource:
 class RegistryState:
     """The last version of each signed registry this host accepted, kept in one JSON file:
     ``{"<lineage>": {"version": int, "sha256": hex}, ..., "signed-paths": {"<real path>":
-    "<lineage>"}}``. A file that is not that is an error naming it, never a silent reset."""
+    "<lineage>"}}``. A file that is not that is an error naming it, never a silent reset.
+    Hosts that accept registries at once change it one at a time (:func:`locked`)."""
 
     __slots__ = ("path",)
 
@@ -412,17 +414,28 @@ class RegistryState:
         return os.path.realpath(path) in self._read()[1]
 
     def accept(self, lineage: str, version: int, sha256: str, path: str) -> None:
-        """Remember the version accepted for ``lineage``, and that ``path`` is signed."""
-        lineages, paths = self._read()
+        """Remember the version accepted for ``lineage``, and that ``path`` is signed.
+
+        The file is read, changed and written under its lock, read again there: what another
+        host recorded meanwhile is kept, and a version older than one it accepted meanwhile
+        is refused (``rollback``), never written over it."""
         real = os.path.realpath(path)
         entry = {"version": version, "sha256": sha256}
+        lineages, paths = self._read()
         if lineages.get(lineage) == entry and paths.get(real) == lineage:
             return  # nothing new: a read-only state directory does not stop verification
-        lineages[lineage] = entry
-        paths[real] = lineage
-        document: dict[str, Any] = {**lineages, "signed-paths": paths}
         try:
-            write_atomic(self.path, json.dumps(document, indent=2, sort_keys=True))
+            with locked(self.path):
+                lineages, paths = self._read()
+                last = lineages.get(lineage)
+                if last is not None:
+                    problem = _rollback_problem(path, version, sha256, last)
+                    if problem is not None:
+                        raise RegistryError("rollback", problem)
+                lineages[lineage] = entry
+                paths[real] = lineage
+                document: dict[str, Any] = {**lineages, "signed-paths": paths}
+                write_atomic(self.path, json.dumps(document, indent=2, sort_keys=True))
         except OSError as exc:
             raise RegistryError(
                 "state-unwritable", f"{self.path}: cannot record the registry state: {exc}"
@@ -580,20 +593,28 @@ def _check_rollback(
     lineage = source.lineage(registry.name or "")
     last = state.last(lineage)
     if last is not None:
-        version, seen = last
-        if registry.version < version:
-            raise RegistryError(
-                "rollback",
-                f"{source.path}: version {registry.version} is older than version {version}, "
-                "which this host already accepted",
-            )
-        if registry.version == version and sha256 != seen:
-            raise RegistryError(
-                "rollback",
-                f"{source.path}: version {version} differs from the version {version} this "
-                "host accepted; a changed registry must raise its version",
-            )
+        problem = _rollback_problem(
+            source.path, registry.version, sha256, {"version": last[0], "sha256": last[1]}
+        )
+        if problem is not None:
+            raise RegistryError("rollback", problem)
     state.accept(lineage, registry.version, sha256, source.path)
+
+
+def _rollback_problem(path: str, version: int, sha256: str, last: Mapping[str, Any]) -> str | None:
+    """Why ``version`` (of bytes hashing to ``sha256``) of the registry at ``path`` is a
+    replay of what this host accepted (``last``), or ``None``."""
+    if version < last["version"]:
+        return (
+            f"{path}: version {version} is older than version {last['version']}, which this "
+            "host already accepted"
+        )
+    if version == last["version"] and sha256 != last["sha256"]:
+        return (
+            f"{path}: version {version} differs from the version {version} this host "
+            "accepted; a changed registry must raise its version"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
