@@ -14,6 +14,13 @@ does ``sys.exit()`` and a closed or replaced standard stream (which is put back)
 :meth:`aprocess_llm_response` and :meth:`aexecute` are the same steps on an event loop: async
 tools are awaited, sync ones run in a worker thread.
 
+Consent and audit belong to the orchestrator that mounts the tool. :meth:`execute_tool` and
+:meth:`aexecute_tool`, what an orchestrator stacked in another is called with, take the same
+steps for one call (admit, consent, run, audit) and raise where :meth:`execute` answers: a
+denial as a :class:`ToolError` the stacking orchestrator answers as its own denial, the
+tool's exception as it was raised. So a call reaches a tool only through the consent and the
+audit of every orchestrator on its way, however deep the stack and whichever entry point.
+
 One module: the orchestrator is one class whose mounting, routing, call execution and stacking
 share its tables of tools and drivers.
 """
@@ -118,7 +125,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     ``on_unknown``: a call for a tool nobody offers fails with a retry prompt listing the
     tools (``"fail"``, right for the orchestrator a client talks to), or passes through with
     an empty response (``"pass"``, for one placed in a chain of drivers). ``call_timeout``
-    bounds each tool call in seconds. ``prompts`` is a prompts file overriding the defaults.
+    bounds each tool call in seconds. ``consent`` approves each call and ``audit`` is told of
+    each call that ran, whichever method it came in by (:meth:`execute_tool` too, what an
+    orchestrator stacking this one calls). ``prompts`` is a prompts file overriding the defaults.
     ``text_formats`` adds formats to the built-in ones (a name used twice is a
     ``ValueError``).
     """
@@ -235,10 +244,17 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return list(self._table.tools)
 
     def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        route = self._table.routes.get(tool_name)
-        if route is None:
-            raise UnknownToolError(tool_name, self._table.routes)
-        return route.driver.execute_tool(route.tool.name, arguments)
+        """Run one call as :meth:`execute` runs it (routed, validated, this orchestrator's
+        consent asked, the audit told) and give its result; raise what stopped it: a denial
+        (a :class:`ToolError` saying why), or the tool's own exception as it was raised."""
+        table = self._table
+        notes: list[str] = []
+        admitted = self._admit(table, _tool_call(table, tool_name, arguments), notes)
+        if self.consent is not None and not isinstance(admitted, _Failure):
+            admitted = self._judge(table, *admitted, _ask(self.consent, admitted[1]), notes)
+        if isinstance(admitted, _Failure):
+            raise admitted.raised()
+        return _returned(self._run(*admitted))
 
     # -- MCSDriver -------------------------------------------------------------------------------
 
@@ -354,27 +370,25 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     def execute(self, detection: Detection, consent: Consent | None = None) -> DriverResponse:
         """Run the detected calls in order and answer every one of them.
 
-        ``consent`` (default: the orchestrator's) sees each runnable call first.
+        ``consent`` sees each runnable call first, then the orchestrator's own consent: a
+        call runs only when both approve it.
         """
         if not detection.calls:
             return DriverResponse()
         table = self._table
-        decide = consent or self.consent
+        deciders = self._deciders(consent)
         notes: list[str] = []
         outcomes: list[_Outcome] = []
         for detected in detection.calls:
             admitted = self._admit(table, detected, notes)
+            for decide in deciders:
+                if isinstance(admitted, _Failure):
+                    break
+                admitted = self._judge(table, *admitted, _ask(decide, admitted[1]), notes)
             if isinstance(admitted, _Failure):
                 outcomes.append((None, "", admitted, detected))
-                continue
-            route, call = admitted
-            if decide is not None:
-                judged = self._judge(table, route, call, _ask(decide, call), notes)
-                if isinstance(judged, _Failure):
-                    outcomes.append((None, "", judged, call))
-                    continue
-                route, call = judged
-            outcomes.append(self._run(route, call))
+            else:
+                outcomes.append(self._run(*admitted))
         return self._answer(detection, outcomes, notes)
 
     async def aexecute(
@@ -385,37 +399,37 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         if not detection.calls:
             return DriverResponse()
         table = self._table
-        decide = consent or self.consent
+        deciders = self._deciders(consent)
         notes: list[str] = []
         outcomes: list[_Outcome] = []
         for detected in detection.calls:
             admitted = self._admit(table, detected, notes)
+            for decide in deciders:
+                if isinstance(admitted, _Failure):
+                    break
+                admitted = self._judge(table, *admitted, await _aask(decide, admitted[1]), notes)
             if isinstance(admitted, _Failure):
                 outcomes.append((None, "", admitted, detected))
-                continue
-            route, call = admitted
-            if decide is not None:
-                judged = self._judge(table, route, call, await _aask(decide, call), notes)
-                if isinstance(judged, _Failure):
-                    outcomes.append((None, "", judged, call))
-                    continue
-                route, call = judged
-            outcomes.append(await self._arun(route, call))
+            else:
+                outcomes.append(await self._arun(*admitted))
         return self._answer(detection, outcomes, notes)
 
     async def aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         """:meth:`execute_tool` for an event loop (an async tool awaited, a sync one in a
         worker thread): what an orchestrator stacked in another one is called with."""
-        import asyncio  # noqa: PLC0415 - only for async users
+        table = self._table
+        notes: list[str] = []
+        admitted = self._admit(table, _tool_call(table, tool_name, arguments), notes)
+        if self.consent is not None and not isinstance(admitted, _Failure):
+            admitted = self._judge(table, *admitted, await _aask(self.consent, admitted[1]), notes)
+        if isinstance(admitted, _Failure):
+            raise admitted.raised()
+        return _returned(await self._arun(*admitted))
 
-        route = self._table.routes.get(tool_name)
-        if route is None:
-            raise UnknownToolError(tool_name, self._table.routes)
-        own = _async_execute(route.driver)
-        if own is not None:
-            return await own(route.tool.name, arguments)
-        result = await asyncio.to_thread(route.driver.execute_tool, route.tool.name, arguments)
-        return await result if inspect.isawaitable(result) else result
+    def _deciders(self, consent: Consent | None) -> tuple[Consent, ...]:
+        """Who approves each call: the caller's ``consent``, then the orchestrator's own."""
+        own = () if self.consent is None else (self.consent,)
+        return own if consent is None or consent is self.consent else (consent, *own)
 
     def _answer(
         self, detection: Detection, outcomes: Sequence[_Outcome], notes: list[str]
@@ -481,9 +495,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             checked, failure = _checked(edited, verdict, notes)
             return (edited, checked) if failure is None else failure
         if verdict is not True:
-            reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
-            message = f"the call of {call.name!r} was not approved{reason}"
-            return _Failure(call.name, message, denied=reason or " ")
+            return _not_approved(call.name, verdict if isinstance(verdict, str) else "")
         return route, call
 
     def _run(self, route: Route, call: ToolCall) -> _Outcome:
@@ -495,12 +507,14 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         limit = self._limit(route.driver)
         try:
             outcome = call_bounded(
-                _resolved, limit, call.name, route.driver.execute_tool,
+                _carried, limit, call.name, route.driver.execute_tool,
                 route.tool.name, dict(call.arguments),
             )  # fmt: skip
             text = result_text(outcome)  # a result JSON cannot carry fails the call too
         except KeyboardInterrupt:
             raise  # in this thread it may be the user's Ctrl-C: it is theirs to handle
+        except _Raised as raised:  # the tool's own Hung (a stacked orchestrator's deadline)
+            error = raised.error
         except Hung:
             error = Hung(f"{call.name} did not finish within {limit:g} s")
         except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
@@ -555,7 +569,8 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         error: BaseException | None,
         streams: tuple[Any, Any],
     ) -> _Outcome:
-        """A call's outcome once it ran: streams put back, the audit told, errors worded."""
+        """A call's outcome once it ran: streams put back, the audit told, errors worded (a
+        stacked orchestrator's denial as this one's)."""
         out, err = streams
         broken = (
             _restore_streams(streams)
@@ -571,7 +586,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             self.audit(call, outcome, error)
         if error is None:
             return outcome, text, None, call
-        return None, "", _Failure(call.name, self._failed(call, error)), call
+        if isinstance(error, _NotApproved):
+            return None, "", _not_approved(call.name, error.reason), call
+        return None, "", _Failure(call.name, self._failed(call, error), error), call
 
     def _failed(self, call: ToolCall, error: BaseException) -> str:
         if isinstance(error, Hung):
@@ -598,12 +615,58 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
 class _Failure:
     tool: str
     message: str
+    error: BaseException | None = None
+    """What the tool raised (or its deadline), for a call that ran."""
     denied: str = ""
     """For a denied call: ``": <reason>"``, or a space when no reason was given."""
+
+    def raised(self) -> BaseException:
+        """What :meth:`Orchestrator.execute_tool` raises for this failure."""
+        if self.denied:
+            return _NotApproved(self.message, self.denied.removeprefix(": ").strip())
+        return self.error if self.error is not None else ToolError(self.message)
+
+
+class _NotApproved(ToolError):  # noqa: N818 - reads as what happened
+    """A call consent did not approve, raised by :meth:`Orchestrator.execute_tool`; an
+    orchestrator that stacks it answers the call as denied, ``reason`` and all."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Raised(Exception):  # noqa: N818 - carries what the tool raised
+    """A :class:`Hung` the tool raised itself, carried past the caller's own deadline."""
+
+    def __init__(self, error: Hung) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 _Outcome = tuple[Any, str, "_Failure | None", ToolCall]
 """One call's ``(result, its text for the model, failure or None, the call as run)``."""
+
+
+def _not_approved(tool: str, reason: str) -> _Failure:
+    """The denial of a call of ``tool``, ``reason`` saying why (or empty)."""
+    why = f": {reason}" if reason else ""
+    return _Failure(tool, f"the call of {tool!r} was not approved{why}", denied=why or " ")
+
+
+def _tool_call(table: Table, tool_name: str, arguments: Mapping[str, Any]) -> ToolCall:
+    """The call :meth:`Orchestrator.execute_tool` was asked for, for a tool ``table`` routes."""
+    if tool_name not in table.routes:
+        raise UnknownToolError(tool_name, table.routes)
+    return ToolCall(tool_name, dict(arguments))
+
+
+def _returned(outcome: _Outcome) -> Any:
+    """A call's result, or what stopped it raised."""
+    result, _, failure, _ = outcome
+    if failure is not None:
+        raise failure.raised()
+    return result
 
 
 def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
@@ -623,6 +686,14 @@ async def _aask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
         return answer
     except Exception as exc:  # a consent check that breaks denies: fail closed
         return f"the consent check failed ({type(exc).__name__}: {exc})"
+
+
+def _carried(func: Callable[..., Any], *args: Any) -> Any:
+    """:func:`_resolved`, a :class:`Hung` it raises carried as :class:`_Raised`."""
+    try:
+        return _resolved(func, *args)
+    except Hung as hung:
+        raise _Raised(hung) from None
 
 
 def _resolved(func: Callable[..., Any], *args: Any) -> Any:
