@@ -4,9 +4,10 @@ client, each call going through the orchestrator's validation, consent and audit
 Every protocol byte is the ``mcp`` SDK's (2.x, the ``mcs-host[mcp]`` extra). A tool that
 fails, arguments that do not validate and a refused consent become a tool result with
 ``isError``, never a dead server; a cancelled request cancels the call, and what a driver
-says with :func:`~mcs_host.kit.report_progress` reaches a client that asked for progress. On
-stdio the SDK points descriptor 1 at stderr while serving, so what a driver prints never
-reaches the wire.
+says with :func:`~mcs_host.kit.report_progress` reaches a client that asked for progress.
+Keeping a driver's prints off a stdio wire is the command line's: ``mcs-host serve`` points
+descriptor 1 at stderr for its whole life and hands the SDK the real stdin and stdout
+(``mcs_host.cli._stdout``), so the instructions may be built and the tools run here as they are.
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
 travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
 the stack's system message. A result that is a JSON object is the structured content; any

@@ -6,7 +6,10 @@ and what the host verifies or its policy allows, so a module planted in site-pac
 a name some library probes for (``nt``, ``_winapi``, ``org``, ``bcrypt``...) never runs; and
 the unsafe first ``sys.path`` entry (the script's directory, or the current directory under
 ``python -m``) is dropped unless the host itself was loaded from it. ``mcs-host check``, which
-runs a driver's code on purpose, is not locked down.
+runs a driver's code on purpose, is not locked down. Before even that, a command that
+promises something on stdout (``--json``, ``serve`` on stdio) claims it (:mod:`._stdout`):
+descriptor 1 goes to stderr for the rest of the process, and only the command's document or
+protocol reaches the real stdout.
 
 ``mcs-host list --no-verify`` with only ``--json`` and ``--path`` besides is answered here
 from metadata, without importing typer or pydantic (together ~70 ms, more than the listing
@@ -16,6 +19,8 @@ itself); every other command line, including anything ``list`` would reject, goe
 
 import os
 import sys
+
+from ._stdout import claim, write_document
 
 # no ``from __future__ import annotations``: that imports the __future__ module, which under
 # ``python -m mcs_host`` would be looked for in the current directory first
@@ -33,6 +38,7 @@ over MCP)."""
 def main(argv: list[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _claim_stdout(args)
     if not (args and args[0] in _RUNS_DRIVER_CODE):
         _isolate(_EXTRAS.get(args[0], ()) if args else ())
     plain = _plain_list(args)
@@ -51,8 +57,27 @@ def main(argv: list[str] | None = None) -> None:
     as_json, paths = plain
     search = paths or None
     plugins = discover(search, group=PLUGIN_GROUP, require_object=False)
-    sys.stdout.write(render_listing(discover(search), as_json, plugins) + "\n")
-    sys.stdout.flush()
+    listing = render_listing(discover(search), as_json, plugins)
+    if as_json:
+        write_document(listing)
+    else:
+        sys.stdout.write(listing + "\n")
+        sys.stdout.flush()
+
+
+def _claim_stdout(args: list[str]) -> None:
+    """Keep stdout for what the command promises there, from before anything else runs:
+    the one JSON document of ``--json``, the protocol of ``serve`` on stdio (stdin too; the
+    ``--isolated`` child as well), nothing at all for ``serve --http``. Descriptor 1 then
+    goes to stderr for the whole process (:mod:`._stdout`). ``--help`` prints its text on
+    stdout as usual."""
+    words = args[: args.index("--")] if "--" in args else args
+    if "--help" in words:
+        return
+    if words and words[0] == "serve":
+        claim(stdin=not any(w == "--http" or w.startswith("--http=") for w in words))
+    elif "--json" in words:
+        claim()
 
 
 def _cannot_start(exc: ImportError) -> None:

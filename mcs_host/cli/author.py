@@ -13,6 +13,7 @@ import typer
 
 from mcs_host.discovery import discover
 
+from ._stdout import write_document
 from .documents import (
     BumpDocument,
     CheckDocument,
@@ -66,7 +67,7 @@ def new_command(
             "created": created,
             "next": advice,
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     for path in created:
         typer.echo(f"created {path}")
@@ -96,7 +97,7 @@ def bump_command(
             "version": version,
             "changed": [os.fspath(p) for p in changed],
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     for path in changed:
         typer.echo(f"set {version} in {path}")
@@ -168,7 +169,7 @@ def check_command(
     ok = all(d["passes"] for d in checked)
     if as_json:
         document: CheckDocument = {"schema": schema_urn("check"), "ok": ok, "drivers": checked}
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
     else:
         for driver in checked:
             verdict = "passes" if driver["passes"] else "breaks the contract"

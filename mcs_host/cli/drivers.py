@@ -16,6 +16,7 @@ import typer
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
 from ._listing import render_listing
+from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
 from .documents import CallDocument, schema_urn
 from .options import (
@@ -112,7 +113,10 @@ def list_drivers(
     servers = report.servers if not no_verify else ()
     documents = [server_json(s) for s in servers]
     text = render_listing(found, as_json, plugins, trust, registries, colour, documents)
-    if servers and not as_json:
+    if as_json:
+        write_document(text)
+        return
+    if servers:
         text += "\n" + "\n".join(servers_text(servers, colour)).strip("\n")
     typer.echo(text, color=colour)
 
@@ -155,7 +159,7 @@ def verify_drivers(
     except ConfigError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(verify_json(report, settings.notes), indent=2))
+        write_document(json.dumps(verify_json(report, settings.notes), indent=2))
     else:
         colour = use_colour()
         typer.echo(verify_text(report, colour), color=colour)
@@ -225,7 +229,7 @@ def load_command(
         document = report_json(report, loaded, settings.notes)
         if prompt and loaded is not None:
             document["system_prompt"] = loaded.driver.get_driver_system_message(model)
-        typer.echo(json.dumps(document, indent=2, default=str))
+        write_document(json.dumps(document, indent=2, default=str))
     else:
         colour = use_colour()
         typer.echo(report_text(report, loaded, colour), color=colour)
@@ -260,7 +264,7 @@ def _answer(
         "load": report_json(report, loaded, settings.notes),
         "response": answer.model_dump(mode="json") if answer is not None else None,
     }
-    typer.echo(json.dumps(document, indent=2, default=str))
+    write_document(json.dumps(document, indent=2, default=str))
     if not document["ok"]:
         raise typer.Exit(1)
 

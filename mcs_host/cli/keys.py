@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ._stdout import write_document
 from .documents import KeyDocument, SignDocument, SignRegistryDocument, schema_urn
 from .options import JsonOption, fail, parse_ids
 
@@ -47,7 +48,7 @@ def _print_key(command: str, key_file: Path, public: str, keyid: str, as_json: b
             "public_key": public,
             "key_id": keyid,
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
     else:
         typer.echo(f"public key: {public}")
         typer.echo(f"key id:     {keyid}")
@@ -123,7 +124,7 @@ def sign(
             ],
             "key_id": private.public_key.keyid,
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     typer.echo(f"signed {statement.distribution} {statement.version} {statement.digest}")
     for driver in statement.drivers:
@@ -193,6 +194,6 @@ def sign_registry(
             "version": registry.version,
             "key_ids": [k.public_key.keyid for k in keys],
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     typer.echo(f"signed registry version {registry.version} with {len(key)} key(s): {output}")

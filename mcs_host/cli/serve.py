@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ._stdout import protocol_files
 from .options import (
     AllowExtensionsOption,
     AllowUnverifiedOption,
@@ -111,9 +112,11 @@ def serve_command(
 
     from .drivers import loaded_or_exit
 
-    with _stdout_to_stderr():  # what a driver prints while it loads must not reach the wire
+    # the console script has pointed descriptor 1 at stderr for good already; in-process
+    # (a test's runner), this keeps what a driver prints while it loads off stdout
+    with _stdout_to_stderr():
         loaded = loaded_or_exit(settings, path, labels or ())
-    server = mcp_server(loaded.driver, loaded.report.records, model=model)
+        server = mcp_server(loaded.driver, loaded.report.records, model=model)
     if isolated:
         from mcs_host.bridge.isolation import SERVING
 
@@ -214,8 +217,15 @@ def _serve_stdio(server: Server[Any]) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    files = protocol_files()  # the real stdin and stdout, claimed by the console script
+
     async def serve() -> None:
-        async with stdio_server() as (read, write):
+        if files is None:  # in-process: the SDK diverts descriptors 0 and 1 while it serves
+            transport = stdio_server()
+        else:
+            stdin, stdout = (anyio.wrap_file(file) for file in files)
+            transport = stdio_server(stdin=stdin, stdout=stdout)
+        async with transport as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     def stop(number: int, frame: object) -> None:

@@ -14,6 +14,7 @@ import typer
 
 from mcs_host.discovery import PLUGIN_GROUP, Candidate, discover
 
+from ._stdout import write_document
 from .console import Progress
 from .documents import AllowDocument, LockDocument, schema_urn
 from .options import JsonOption, LabelsArgument, SearchPathOption, fail, parse_ids, parse_pairs
@@ -217,7 +218,7 @@ def _report_pins(target: str, releases: list[Release], as_json: bool) -> None:
             }
         )
     if as_json:
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     for row in document["pinned"]:
         typer.echo(
@@ -268,7 +269,7 @@ def allow_command(
             "changed": done,
             "files": dict(sorted(approved.items())),
         }
-        typer.echo(json.dumps(document, indent=2))
+        write_document(json.dumps(document, indent=2))
         return
     if revoke:
         typer.echo(f"revoked {real}" if done else f"{real} was not approved")
