@@ -7,6 +7,7 @@ the protocol stream."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -45,11 +46,15 @@ class Driver(MCSToolDriver):
         seconds = ToolParameter(
             name="seconds", description="How long.", required=True, schema={"type": "number"}
         )
+        where = ToolParameter(
+            name="path", description="The file.", required=True, schema={"type": "string"}
+        )
         return [
             Tool(name="shout", description="Print, then answer."),
             Tool(name="fail", description="Raise."),
             Tool(name="wait", description="Sleep, then answer.", parameters=[seconds]),
             Tool(name="forbidden", description="Refused by the consent plugin."),
+            Tool(name="mark", description="Write a line in a file.", parameters=[where]),
         ]
 
     def execute_tool(self, tool_name, arguments):
@@ -58,6 +63,9 @@ class Driver(MCSToolDriver):
             raise RuntimeError("the backend is down")
         if tool_name == "wait":
             time.sleep(arguments["seconds"])
+        if tool_name == "mark":
+            with open(arguments["path"], "a") as marker:
+                marker.write("the tool ran\\n")
         return {"said": tool_name}
 """
 
@@ -363,3 +371,234 @@ def test_serve_on_http_ends_cleanly_on_sigterm(scene: dict[str, Any]) -> None:
         process.kill()
         _, errors = process.communicate()
     assert "Traceback" not in errors
+
+
+# -- serve --http elsewhere than loopback: a token and an allow-list ---------------------------
+
+TOKEN = "test-token-3f9a1c7e5b2d4086"  # noqa: S105 - a test's token
+MAX_BODY = 4 * 1024 * 1024  # mcs_host.bridge.server.MAX_BODY
+ACCEPT = "application/json, text/event-stream"
+
+
+def start_serving(
+    scene: dict[str, Any], port: int, *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """``mcs-host serve --http ...`` with ``args``, once it listens on ``port``."""
+    venv: Venv = scene["venv"]
+    command = [venv.bin / "mcs-host", "serve", "--config", scene["config"], *args]
+    process = subprocess.Popen(
+        [str(c) for c in command],
+        env={**environment(scene), **(env or {})},
+        cwd=scene["root"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_port(port, process)
+    return process
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[str, str]:
+    process.terminate()
+    try:
+        out, errors = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    return out, errors
+
+
+def rpc(
+    url: str,
+    message: dict[str, Any],
+    *,
+    token: str | None = None,
+    session: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """POST one JSON-RPC message as a streamable HTTP client would, with raw headers."""
+    import httpx
+
+    sent = {"Accept": ACCEPT, "Content-Type": "application/json", **(headers or {})}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    if session is not None:
+        sent["Mcp-Session-Id"] = session
+        sent["MCP-Protocol-Version"] = "2025-11-25"
+    return httpx.post(url, json=message, headers=sent, timeout=60)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def mark(path: Path) -> dict[str, Any]:
+    arguments = {"name": "mark", "arguments": {"path": str(path)}}
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": arguments}
+
+
+def test_serve_http_elsewhere_than_loopback_refuses_to_start_without_a_token(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    env = environment(scene)
+    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", "0.0.0.0:8765"]
+    done = venv.run(*serve, "--allowed-host", "mcs.example:8765", env=env)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "0.0.0.0:8765 is not a loopback address" in done.stderr
+    assert "--token-file FILE" in done.stderr
+    assert "--no-auth" in done.stderr
+    empty = tmp_path / "token"
+    empty.write_text(" \n")
+    done = venv.run(*serve, "--allowed-host", "mcs.example:8765", "--token-file", empty, env=env)
+    assert done.returncode == 2
+    assert done.stderr == f"error: {empty}: the token is empty\n"
+    token = tmp_path / "good-token"
+    token.write_text(TOKEN)
+    done = venv.run(*serve, "--token-file", token, env=env)  # who may it name as Host?
+    assert done.returncode == 2
+    assert "--allowed-host" in done.stderr
+    assert TOKEN not in done.stderr
+    done = venv.run(*serve, "--allowed-host", "a b", "--token-file", token, env=env)
+    assert done.returncode == 2
+    assert "--allowed-host 'a b'" in done.stderr
+    stdio = ["mcs-host", "serve", "--config", scene["config"], "--no-auth"]
+    done = venv.run(*stdio, env=env)
+    assert done.returncode == 2
+    assert "go with --http" in done.stderr
+
+
+def test_serve_http_elsewhere_than_loopback_admits_only_the_token_and_allowed_headers(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    port = free_port()
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    process = start_serving(
+        scene,
+        port,
+        "--http",
+        f"0.0.0.0:{port}",
+        "--allowed-host",
+        f"127.0.0.1:{port}",
+        "--allowed-origin",
+        "https://app.example",
+        "--token-file",
+        token_file,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        the_sdk_client_with_the_token_calls(url, tmp_path / "sdk.txt")
+        a_call_without_the_token_runs_nothing(url, tmp_path / "ran.txt")
+        a_host_or_origin_no_one_allowed_is_refused(url, port)
+        a_body_past_the_bound_is_refused(port)
+    finally:
+        out, errors = stop(process)
+    assert out == ""
+    assert "serving MCP on http://0.0.0.0:" in errors
+    assert TOKEN not in errors  # not in the startup line, not for the wrong one either
+
+
+def the_sdk_client_with_the_token_calls(url: str, marker: Path) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> Any:
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx2.AsyncClient(headers=bearer, timeout=60) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                listed = await client.list_tools()
+                return listed, await client.call_tool("mark", {"path": str(marker)})
+
+    listed, called = anyio.run(main)
+    assert "mark" in {tool.name for tool in listed.tools}
+    assert not called.is_error
+    assert marker.read_text() == "the tool ran\n"
+
+
+def a_call_without_the_token_runs_nothing(url: str, marker: Path) -> None:
+    # a session opened with the token; the same call without it, with another token or with
+    # another scheme is answered 401 and runs nothing; with it, the tool runs
+    opened = rpc(url, INITIALIZE, token=TOKEN)
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert rpc(url, initialized, token=TOKEN, session=session).status_code == 202
+    bare = rpc(url, mark(marker), session=session)
+    assert bare.status_code == 401
+    assert bare.headers["www-authenticate"].startswith("Bearer")
+    wrong = rpc(url, mark(marker), token="not-" + TOKEN, session=session)
+    assert wrong.status_code == 401
+    assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
+    basic = rpc(url, mark(marker), session=session, headers={"Authorization": "Basic eDp5"})
+    assert basic.status_code == 401
+    assert not marker.exists()
+    allowed = rpc(url, mark(marker), token=TOKEN, session=session)
+    assert allowed.status_code == 200
+    assert marker.read_text() == "the tool ran\n"
+
+
+def a_host_or_origin_no_one_allowed_is_refused(url: str, port: int) -> None:
+    # DNS rebinding: a page on another name reaching this address
+    evil_host = rpc(url, INITIALIZE, token=TOKEN, headers={"Host": f"evil.example:{port}"})
+    assert evil_host.status_code == 421
+    evil_origin = rpc(url, INITIALIZE, token=TOKEN, headers={"Origin": "https://evil.example"})
+    assert evil_origin.status_code == 403
+    good_origin = rpc(url, INITIALIZE, token=TOKEN, headers={"Origin": "https://app.example"})
+    assert good_origin.status_code == 200
+
+
+def a_body_past_the_bound_is_refused(port: int) -> None:
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nAccept: {ACCEPT}\r\n"
+        f"Content-Length: {MAX_BODY + 1}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as raw:
+        raw.sendall(head.encode())  # and not one byte of the body: it is refused unread
+        status = raw.makefile("rb").readline()
+    assert status.split()[1] == b"413"
+
+
+def test_serve_http_with_no_auth_starts_and_says_so(scene: dict[str, Any]) -> None:
+    port = free_port()
+    process = start_serving(
+        scene, port, "--http", f"0.0.0.0:{port}", "--allowed-host", f"127.0.0.1:{port}", "--no-auth"
+    )
+    try:
+        opened = rpc(f"http://127.0.0.1:{port}/mcp", INITIALIZE)
+        assert opened.status_code == 200
+    finally:
+        _, errors = stop(process)
+    assert "warning: --no-auth:" in errors
+    assert "serves without a token" in errors
+
+
+def test_a_token_on_loopback_is_required_there_too(scene: dict[str, Any]) -> None:
+    port = free_port()
+    process = start_serving(
+        scene, port, "--http", f"127.0.0.1:{port}", env={"MCS_HOST_SERVE_TOKEN": TOKEN}
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        assert rpc(url, INITIALIZE).status_code == 401
+        assert rpc(url, INITIALIZE, token=TOKEN).status_code == 200
+        # on loopback, loopback Host and Origin values stay allowed, and no others
+        origin = {"Origin": f"http://localhost:{port}"}
+        assert rpc(url, INITIALIZE, token=TOKEN, headers=origin).status_code == 200
+        evil = {"Host": f"evil.example:{port}"}
+        assert rpc(url, INITIALIZE, token=TOKEN, headers=evil).status_code == 421
+    finally:
+        _, errors = stop(process)
+    assert TOKEN not in errors

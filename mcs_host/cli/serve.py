@@ -1,13 +1,22 @@
 """``mcs-host serve``: load the stack as ``load`` does, then serve it to MCP clients over
-stdio or streamable HTTP (the ``mcs-host[mcp]`` extra)."""
+stdio or streamable HTTP (the ``mcs-host[mcp]`` extra).
+
+On stdio the console script has claimed stdin and stdout before anything ran
+(:mod:`._stdout`): the SDK is handed the real ones, and descriptors 0 and 1 are the null
+device and stderr for everything else in the process. Over HTTP on an address other than
+loopback, the Host header must be one the user allowed and every request must carry the
+bearer token (or the user said ``--no-auth``); elsewhere only local clients reach it.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -33,13 +42,15 @@ from .options import (
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from mcs_host.loading.config import HostConfig, ProcessLimits
+    from mcs_host.loading.config import HostConfig, ProcessLimits, ServeSettings
 
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
 _PR_SET_PDEATHSIG = 1
 """Linux's ``prctl`` option: the signal a process gets when its parent dies."""
+TOKEN_VARIABLE = "MCS_HOST_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a token
+"""The environment variable that may give ``serve --http`` its bearer token."""
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -57,6 +68,45 @@ def serve_command(
             metavar="HOST:PORT",
         ),
     ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host header value --http serves (HOST:PORT, or HOST:* for any port), "
+            "besides loopback ones on a loopback address; needed on any other (repeatable; "
+            "replaces [serve] allowed_hosts).",
+            metavar="HOST",
+        ),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-origin",
+            help="An Origin header value --http serves (https://app.example, :* for any "
+            "port); a browser's request from any other origin is refused (repeatable; "
+            "replaces [serve] allowed_origins).",
+            metavar="ORIGIN",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="A file holding the bearer token every --http request must carry (else "
+            f"${TOKEN_VARIABLE}, else [serve] token_file); required on an address other "
+            "than loopback.",
+            metavar="FILE",
+            dir_okay=False,
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth",
+            help="Serve --http on an address other than loopback without a token (a warning "
+            "says so).",
+        ),
+    ] = False,
     config: ConfigOption = None,
     registry: RegistryOption = None,
     registry_key: RegistryKeyOption = None,
@@ -92,6 +142,10 @@ def serve_command(
     except ImportError:
         fail(_EXTRA)
     address = _address(http) if http is not None else None
+    options = (allowed_host, allowed_origin, token_file, no_auth)
+    if address is None and any(options):
+        fail("--allowed-host, --allowed-origin, --token-file and --no-auth go with --http")
+    environ_token = os.environ.pop(TOKEN_VARIABLE, None)  # no driver or child sees it
     if isolated:
         settings = _isolated_config(labels or ())
     else:
@@ -108,6 +162,8 @@ def serve_command(
             path=path,
             isolate=isolate,
         )
+    if address is not None:
+        admission = _admission(address, settings.serve, options, environ_token)
     from mcs_host.bridge.server import mcp_server
 
     from .drivers import loaded_or_exit
@@ -125,7 +181,7 @@ def serve_command(
     if address is None:
         _serve_stdio(server)
     else:
-        _serve_http(server, *address)
+        _serve_http(server, *address, admission)
 
 
 def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
@@ -249,15 +305,96 @@ def _exit_after_grace() -> None:
     timer.start()
 
 
-def _serve_http(server: Server[Any], host: str, port: int) -> None:
+def _serve_http(server: Server[Any], host: str, port: int, admission: Admission) -> None:
     """Serve until SIGINT or SIGTERM: uvicorn shuts down in order, then the signal it passes
     on ends the process with status 0."""
     import signal
 
     import uvicorn
 
+    from mcs_host.bridge.server import http_app
+
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _exit_quietly)
-    app = server.streamable_http_app(host=host)
-    typer.echo(f"serving MCP on http://{host}:{port}/mcp", err=True)
+    app = http_app(
+        server,
+        allowed_hosts=admission.hosts,
+        allowed_origins=admission.origins,
+        token=admission.token,
+    )
+    shown = f"[{host}]" if ":" in host else host
+    how = "a bearer token required" if admission.token is not None else "no token"
+    typer.echo(f"serving MCP on http://{shown}:{port}/mcp ({how})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who ``serve --http`` admits: the Host and Origin values, and the bearer token."""
+
+    hosts: tuple[str, ...]
+    origins: tuple[str, ...]
+    token: bytes | None
+
+
+def _admission(
+    address: tuple[str, int],
+    configured: ServeSettings,
+    options: tuple[Sequence[str] | None, Sequence[str] | None, Path | None, bool],
+    environ_token: str | None,
+) -> Admission:
+    """Who ``serve --http HOST:PORT`` admits, from the options (``--allowed-host``,
+    ``--allowed-origin``, ``--token-file``, ``--no-auth``), the environment's token and
+    ``[serve]``; or exit 2 naming the option that is missing. On an address other than
+    loopback: the Host values the user allowed, and a token unless ``--no-auth``; on
+    loopback, loopback Host and Origin values besides, and the token if one is given."""
+    from mcs_host.bridge import server as bridge
+
+    (host, port), (some_hosts, some_origins, token_file, no_auth) = address, options
+    hosts = tuple(some_hosts) if some_hosts else configured.allowed_hosts
+    origins = tuple(some_origins) if some_origins else configured.allowed_origins
+    if no_auth and token_file is not None:
+        fail("--no-auth and --token-file contradict each other: give one of them")
+    try:
+        bridge.check_allowed(hosts, origins)
+        if no_auth:  # a token the environment or [serve] gives is not read, nor used
+            token = None
+        elif token_file is not None:
+            token = bridge.read_token(os.fspath(token_file))
+        elif environ_token is not None:
+            token = bridge.checked_token(environ_token, f"${TOKEN_VARIABLE}")
+        elif configured.token_file is not None:
+            token = bridge.read_token(configured.token_file)
+        else:
+            token = None
+    except ValueError as exc:
+        fail(str(exc))
+    where = f"--http {host}:{port}"
+    if bridge.is_loopback(host):
+        hosts, origins = (*bridge.LOOPBACK_HOSTS, *hosts), (*bridge.LOOPBACK_ORIGINS, *origins)
+    elif token is None and not no_auth:
+        fail(
+            f"{where} is not a loopback address: give the bearer token every request must "
+            f"carry with --token-file FILE (or ${TOKEN_VARIABLE}, or [serve] token_file), or "
+            "serve without one with --no-auth"
+        )
+    elif not hosts:
+        fail(
+            f"{where} is not a loopback address: name the Host header clients send with "
+            f"--allowed-host (e.g. --allowed-host {_example(host)}:{port}) or [serve] "
+            "allowed_hosts"
+        )
+    if no_auth:
+        typer.echo(
+            f"warning: --no-auth: {where} serves without a token; whoever reaches it can call "
+            "every tool",
+            err=True,
+        )
+    return Admission(hosts, origins, token)
+
+
+def _example(host: str) -> str:
+    """A Host value to suggest for a bind address (a wildcard one has no single name)."""
+    if host in ("0.0.0.0", "::"):  # noqa: S104 - naming the wildcard addresses, not binding
+        return "HOST"
+    return f"[{host}]" if ":" in host else host
