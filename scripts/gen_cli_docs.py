@@ -56,6 +56,8 @@ def command_table() -> str:
     group: Any = typer.main.get_command(app)
     rows = ["| command | what it does |", "|---|---|"]
     for name, command in group.commands.items():
+        if command.hidden:
+            continue
         cell = synopsis(name, command).replace("|", "\\|")
         rows.append(f"| `{cell}` | {description(command)} |")
     return "\n".join(rows)

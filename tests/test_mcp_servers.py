@@ -23,9 +23,15 @@ pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test c
 pytestmark = pytest.mark.venv
 
 SERVER = """\
+import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
+
+try:  # an optional accelerator, declared nowhere: a planted one must not run
+    import adder_speedups  # noqa: F401
+except ImportError:
+    pass
 
 app = MCPServer("adder")
 
@@ -34,6 +40,12 @@ app = MCPServer("adder")
 def add(a: int, b: int) -> int:
     \"\"\"Add two integers.\"\"\"
     return a + b
+
+
+@app.tool()
+def crash() -> int:
+    \"\"\"End the server's process.\"\"\"
+    os._exit(3)
 
 
 def main():
@@ -279,3 +291,165 @@ def test_a_project_configuration_may_not_declare_servers(
     assert "evil" not in done.stdout
     assert not marker.exists()
     assert os.listdir(project) == ["mcs-host.toml"]
+
+
+# -- a server's process runs only verified bytes ---------------------------------------------
+
+
+def copy_of(scene: dict[str, Any], directory: Path) -> Venv:
+    """A copy of the scene's venv to tamper with (its own python: the scripts would run the
+    original's)."""
+    venv = Venv.create(directory)
+    subprocess.run(["cp", "-a", f"{scene['venv'].path}/.", str(venv.path)], check=True)
+    return venv
+
+
+def copied_host(venv: Venv, scene: dict[str, Any], *args: str | Path) -> Any:
+    return venv.run(
+        venv.path / "bin" / "python", "-m", "mcs_host", *args, env={"HOME": str(scene["root"])}
+    )
+
+
+def plant(path: Path, marker: Path, name: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"open({str(marker)!r}, 'a').write({name + chr(10)!r})\n")
+
+
+def test_a_server_s_process_imports_only_verified_bytes_whatever_is_planted(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    from test_gate import PROBED
+
+    marker = tmp_path / "planted-ran.txt"
+    venv = copy_of(scene, tmp_path / "venv")
+    site = next(venv.path.glob("lib/python*/site-packages"))
+    python = venv.path / "bin" / "python"
+    # bytecode of other code beside the verified source, valid without checking the source
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'a').write('pyc\\n')\n")
+    poison = (
+        "import importlib.util, py_compile, sys\n"
+        "py_compile.compile(sys.argv[2], importlib.util.cache_from_source(sys.argv[1]),\n"
+        "    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
+    )
+    source = site / "adder_server" / "__init__.py"
+    assert venv.run(python, "-c", poison, str(source), str(evil)).returncode == 0
+    # the optional import it probes, and every name a library probes or the stdlib lacks
+    plant(site / "adder_speedups.py", marker, "adder_speedups")
+    missing = venv.run(
+        python,
+        "-c",
+        "import importlib.util, json, sys\n"
+        "print(json.dumps(sorted(n for n in sys.stdlib_module_names\n"
+        "    if '.' not in n and importlib.util.find_spec(n) is None)))",
+    )
+    for name in {*json.loads(missing.stdout), *PROBED}:
+        plant(site / f"{name}.py", marker, name)
+    control = venv.run(python, "-c", "import adder_server")  # plain Python runs the plants
+    assert control.returncode == 0, control.stderr
+    assert {"pyc"} <= set(marker.read_text().split())
+    marker.unlink()
+    cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
+    args = ("call", "add", "--args", '{"a": 40, "b": 2}', "--config", cfg, "--json")
+    done = copied_host(venv, scene, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["response"]["tool_call_result"] == 42
+    assert not marker.exists(), marker.read_text()
+
+
+RESTART = """\
+import json, pathlib, sys
+from mcs_host import load_drivers
+
+config, module, marker = sys.argv[1:]
+stack = load_drivers(config).driver
+said = {"first": stack.execute_tool("add", {"a": 1, "b": 2})}
+source = pathlib.Path(module)
+source.write_text(f"open({marker!r}, 'w').write('ran')\\n" + source.read_text())
+for name in ("crash", "add"):
+    try:
+        said[name] = stack.execute_tool(name, {} if name == "crash" else {"a": 1, "b": 2})
+    except Exception as exc:
+        said[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(said))
+"""
+
+
+def test_a_server_restarted_after_its_files_changed_is_refused(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    marker = tmp_path / "restarted-ran.txt"
+    venv = copy_of(scene, tmp_path / "venv")
+    module = next(venv.path.glob("lib/python*/site-packages")) / "adder_server" / "__init__.py"
+    cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
+    done = venv.run(
+        venv.path / "bin" / "python", "-c", RESTART, cfg, module, marker,
+        env={"HOME": str(scene["root"])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said["first"] == 3
+    assert said["crash"].startswith("ToolError")
+    assert "file-modified" in said["add"], said
+    assert "adder_server/__init__.py" in said["add"]
+    assert not marker.exists()
+
+
+def test_what_a_server_imports_from_another_distribution_must_be_verified(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    marker = tmp_path / "helper-ran.txt"
+    venv = copy_of(scene, tmp_path / "venv")
+    python = venv.path / "bin" / "python"
+    # a real distribution providing the optional module, installed but declared by nobody
+    helper = Project(
+        "adder-speedups",
+        files={"adder_speedups.py": f"open({str(marker)!r}, 'a').write('speedups\\n')\n"},
+    )
+    wheel = build_wheel(helper.write(tmp_path / "src"), tmp_path / "wheels")
+    pip("install", "--no-index", "--no-deps", str(wheel), python=python)
+    assert venv.run(python, "-c", "import adder_server").returncode == 0  # the control
+    marker.unlink()
+    cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
+    args = ("call", "add", "--args", '{"a": 1, "b": 1}', "--config", cfg, "--json")
+    done = copied_host(venv, scene, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["response"]["tool_call_result"] == 2
+    assert not marker.exists()  # refused as an import, which the server's try caught
+
+
+def test_a_server_on_the_path_given_runs_from_there_and_nothing_shadows_it(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    marker = tmp_path / "shadow-ran.txt"
+    venv = copy_of(scene, tmp_path / "venv")
+    python = venv.path / "bin" / "python"
+    # --path DIR holds the released server; site-packages holds a changed copy of it
+    target = tmp_path / "target"
+    wheel = next((scene["root"] / "wheels").glob("adder_server-*.whl"))
+    pip("install", "--no-index", "--no-deps", "--target", str(target), str(wheel), python=python)
+    module = next(venv.path.glob("lib/python*/site-packages")) / "adder_server" / "__init__.py"
+    module.write_text(f"open({str(marker)!r}, 'w').write('ran')\n" + module.read_text())
+    cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
+    args = ("call", "add", "--args", '{"a": 5, "b": 6}', "--config", cfg, "--json")
+    done = copied_host(venv, scene, *args, "--path", target)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["response"]["tool_call_result"] == 11
+    assert not marker.exists()
+    # without --path the changed copy is the one found, and refused before it starts
+    refused = copied_host(venv, scene, *args)
+    assert refused.returncode == 1
+    assert "file-modified" in refused.stdout + refused.stderr
+    assert not marker.exists()
+
+
+def test_verify_passes_a_pinned_server_and_not_a_command_it_cannot_check(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    pinned = host(scene, "verify", "--config", config(scene, tmp_path, "[mcp_servers.adder]\n"))
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    venv: Venv = scene["venv"]
+    script = f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
+    command = host(scene, "verify", "--config", config(scene, tmp_path, script))
+    assert command.returncode == 1, command.stdout
+    assert "what it runs is not checked" in command.stdout

@@ -82,7 +82,7 @@ def test_every_command_is_in_the_command_table() -> None:
 
     table = README.split("\n## Command line\n", 1)[1].split("\n### ", 1)[0]
     listed = set(re.findall(r"^\| `mcs-host ([a-z-]+)", table, flags=re.MULTILINE))
-    commands = {command.name for command in app.registered_commands}
+    commands = {command.name for command in app.registered_commands if not command.hidden}
     assert listed == commands
 
 

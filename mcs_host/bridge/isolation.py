@@ -1,4 +1,5 @@
-"""One installed driver in a process of its own, mounted as an MCP server.
+"""One installed driver in a process of its own, mounted as an MCP server; and an MCP
+server's distribution run by a child host that verifies it first (:class:`ServerProcess`).
 
 The parent has verified the driver and checked it from its metadata; it then starts
 ``python -I -m mcs_host serve --isolated LABEL``: the console script's locked-down start, with
@@ -28,17 +29,71 @@ from mcs_host.contract import DriverMeta
 from .client import MCPToolDriver, _Session
 from .server import META_KEY
 
-__all__ = ["IsolatedDriver"]
+__all__ = ["IsolatedDriver"]  # ServerProcess: mounted by the host only
 
 CONFIG_VARIABLE = "MCS_HOST_ISOLATED_CONFIG"
-"""The environment variable that carries an isolated child's configuration (JSON)."""
+"""The environment variable that carries a child host's configuration (JSON)."""
 SERVING = "mcs-host: serving\n"
-"""What a child writes on stderr once it has loaded its driver and begins to serve."""
+"""What a child writes on stderr once it has loaded its driver (or verified and imported
+its server) and begins to serve."""
 _TAIL = 4096
 """Bytes of the child's stderr read to say why it failed."""
 
 
-class IsolatedDriver(MCPToolDriver):
+class _Child(MCPToolDriver):
+    """A server run by a child ``mcs-host``, whose stderr is kept to say why it failed."""
+
+    _cannot = "cannot start"
+
+    def _errlog(self) -> Any:
+        return tempfile.TemporaryFile()
+
+    def _why(self, session: _Session, cause: str) -> str:
+        said = _said(session.errlog)
+        return f"its process said: {said}" if said else f"its process ended ({cause})"
+
+    def _ended(self, session: _Session) -> str:
+        return "; its process is ended, and the next call starts a new one"
+
+
+class ServerProcess(_Child):
+    """The MCP server ``[mcp_servers.<label>]`` of an installed distribution, run by a
+    child ``mcs-host run-server LABEL`` that checks the distribution again on every start
+    (a restart after a crash too) and runs its console script from the verified bytes.
+
+    ``config`` is the child's host configuration (a ``HostConfig`` as JSON): the one server,
+    the registries and the policy; ``env`` the server's environment variables.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        config: str,
+        *,
+        search_path: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        call_timeout: float = 60.0,
+        connect_timeout: float = 30.0,
+        restarts: int = 3,
+    ) -> None:
+        command = [sys.executable, "-I", "-m", "mcs_host", "run-server", label]
+        for entry in search_path or ():
+            command += ["--path", entry]
+        super().__init__(
+            command,
+            name=label,
+            env={**(env or {}), CONFIG_VARIABLE: config},
+            call_timeout=call_timeout,
+            connect_timeout=connect_timeout,
+            restarts=restarts,
+        )
+        self.label = label
+
+    def _describe(self) -> str:
+        return f"the MCP server {self.label!r}"
+
+
+class IsolatedDriver(_Child):
     """The driver mounted as ``label``, run by a child ``mcs-host`` that serves only it.
 
     ``config`` is the child's whole host configuration (a ``HostConfig`` as JSON): the one
@@ -46,7 +101,6 @@ class IsolatedDriver(MCPToolDriver):
     """
 
     _end_on_cancel = True
-    _cannot = "cannot start"
 
     def __init__(
         self,
@@ -88,16 +142,6 @@ class IsolatedDriver(MCPToolDriver):
 
     def _describe(self) -> str:
         return f"the isolated driver {self.label!r}"
-
-    def _errlog(self) -> Any:
-        return tempfile.TemporaryFile()
-
-    def _why(self, session: _Session, cause: str) -> str:
-        said = _said(session.errlog)
-        return f"its process said: {said}" if said else f"its process ended ({cause})"
-
-    def _ended(self, session: _Session) -> str:
-        return "; its process is ended, and the next call starts a new one"
 
 
 def _said(errlog: Any) -> str:

@@ -29,7 +29,7 @@ __all__ = ["main"]
 
 _RUNS_DRIVER_CODE = frozenset({"check"})
 """Commands that import a driver's code on purpose, outside the trust pipeline."""
-_EXTRAS = {"serve": ("mcp",)}
+_EXTRAS = {"serve": ("mcp",), "run-server": ("mcp",)}
 """The host's extras a command needs from its start: their installed requirements count as
 the host's own in that command's process (a load grants ``mcp`` too, once it mounts a driver
 over MCP)."""

@@ -68,8 +68,11 @@ COMMANDS = (
     ("new", "author", "new_command"),
     ("bump", "author", "bump_command"),
     ("check", "author", "check_command"),
+    ("run-server", "_server", "run_server_command"),
 )
 """Each command: its name, the module of its group, its function."""
+HIDDEN = frozenset({"run-server"})
+"""Commands only the host runs (in a process it starts); --help and the docs leave them out."""
 
 
 def build(only: str | None = None) -> typer.Typer:
@@ -80,7 +83,7 @@ def build(only: str | None = None) -> typer.Typer:
     for name, module, function in COMMANDS:
         if only is None or name == only:
             group = importlib.import_module(f"{__package__}.{module}")
-            application.command(name)(getattr(group, function))
+            application.command(name, hidden=name in HIDDEN)(getattr(group, function))
     return application
 
 

@@ -141,7 +141,8 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
-        help="A constructor setting LABEL.KEY=VALUE (VALUE is JSON, else a string); repeatable.",
+        help="A driver's constructor setting LABEL.KEY=VALUE, or an MCP server's setting "
+        "(LABEL.env.NAME=VALUE for one variable); VALUE is JSON, else a string; repeatable.",
         metavar="LABEL.KEY=VALUE",
     ),
 ]

@@ -213,6 +213,12 @@ class ServerCheck:
     dependencies: tuple[DependencyCheck, ...] = ()
     unverified: tuple[str, ...] = ()
     """The unverified code starting it would run."""
+    release: DependencyCheck | None = None
+    """A server from a distribution: its files as checked."""
+    script: str | None = None
+    """A server from a distribution: the console script that serves it."""
+    entry_point: str | None = None
+    """A server from a distribution: the ``module:attribute`` its console script runs."""
 
 
 @dataclass(frozen=True, slots=True)

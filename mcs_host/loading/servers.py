@@ -6,11 +6,18 @@ verified as a dependency is (its installed files against the registry's pins in
 ``libraries``), and what it requires is judged by the policy; a url or command is
 ``registered`` when a registry entry under the same label says exactly that. Anything else
 is ``unverified`` and starts only when the policy allows unverified code. A remote server's
-code is never seen, which its record says (``isolation = "remote"``). Each call to a server
-needs a consent plugin's approval unless its registry entry, or the configuration, says
-otherwise. :func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console
-script is run by this interpreter from the verified copy (``python -I``, its location on the
-path), never looked up on ``PATH``. The bridge (and asyncio) is imported only to mount one.
+code is never seen, which its record says (``isolation = "remote"``); nor is what a command
+runs, which its record counts as unverified code. Each call to a server needs a consent
+plugin's approval unless its registry entry, or the configuration, says otherwise.
+:func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console script is
+never looked up on ``PATH``: a child ``mcs-host run-server`` checks the distribution again
+on every start and runs the script from its verified bytes
+(:mod:`mcs_host.loading.server_process`). The bridge (and asyncio) is imported only to
+mount one.
+
+One module: how a server is vouched for decides how it starts (the check's release, script
+and command are what the start runs, in this process and in the server's), so the check and
+the start stay together.
 """
 
 from __future__ import annotations
@@ -28,13 +35,14 @@ from mcs_host.discovery import parse_entry_points
 from mcs_host.interfaces import ToolError
 from mcs_host.orchestration.calls import ToolCall
 from mcs_host.orchestration.orchestrator import Orchestrator
+from mcs_host.trust import _origins
 from mcs_host.trust.dependencies import (
     DependencyCheck,
     check_dependencies,
     check_distribution,
     judge_dependencies,
 )
-from mcs_host.trust.registry import MCPServerEntry, TrustIndex
+from mcs_host.trust.registry import MCPServerEntry, TrustIndex, default_registry_paths
 from mcs_host.trust.verification import TrustPolicy
 
 from .config import HostConfig, MCPServerSettings
@@ -51,27 +59,6 @@ __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
 _NONE = (None, None, None)
 """What :func:`mount_server` adds to the record of a server that did not mount."""
-
-_LAUNCH = (
-    "import importlib, importlib.util, os, sys\n"
-    "location, target, *arguments = sys.argv[1:]\n"
-    "sys.path.append(location) if location not in sys.path else None\n"
-    "module, _, attributes = target.partition(':')\n"
-    "top = module.strip().split('.')[0]\n"
-    "origin = getattr(importlib.util.find_spec(top), 'origin', None) or ''\n"
-    "if not os.path.realpath(origin).startswith(os.path.realpath(location) + os.sep):\n"
-    "    sys.exit(f'error: {top} would be imported from {origin or None}, not from the '\n"
-    "             f'verified copy in {location}')\n"
-    "found = importlib.import_module(module.strip())\n"
-    "for name in filter(None, attributes.strip().split('.')):\n"
-    "    found = getattr(found, name)\n"
-    "sys.argv = [module.strip(), *arguments]\n"
-    "sys.exit(found())\n"
-)
-"""Runs a console script's entry point ``module:attribute``, with ``location`` on the path
-after the standard library (before it, a module planted there would shadow the stdlib's),
-once its top module is found to come from ``location`` (not another copy earlier on the
-path)."""
 
 
 def check_server(
@@ -115,9 +102,12 @@ def check_server(
     target = url if url is not None else " ".join(command or ())
     if registered:
         how = f"registry entry {label!r} vouches for this {'URL' if url else 'command'}"
+        runs = () if command is None else (
+            f"the command {target!r} (a registry names it; what it runs is not checked)",
+        )  # fmt: skip
         return ServerCheck(
             label, transport, target, "registered", "registered", how, True, consent, trust,
-            command=tuple(command or ()),
+            command=tuple(command or ()), unverified=runs,
         )  # fmt: skip
     why = f"no registry vouches for {target!r} under the label {label!r}" + (
         f" ({'; '.join(conflict)})" if conflict else ""
@@ -202,7 +192,7 @@ def mount_server(
             status = "failed"
         return replace(record, status=status, reason=check.reason, message=check.message), *_NONE
     try:
-        driver = server_driver(check, settings, ctx.config)
+        driver = server_driver(check, settings, ctx.config, ctx.paths)
     except Refused as refusal:
         return replace(record, reason=refusal.reason, message=refusal.message), *_NONE
     started = time.perf_counter()
@@ -266,9 +256,13 @@ def skip_reason(
 
 
 def server_driver(
-    check: ServerCheck, settings: MCPServerSettings, config: HostConfig
+    check: ServerCheck,
+    settings: MCPServerSettings,
+    config: HostConfig,
+    paths: Sequence[str] | None = None,
 ) -> MCPToolDriver:
-    """The :class:`MCPToolDriver` for an allowed server (not connected yet)."""
+    """The :class:`MCPToolDriver` for an allowed server (not connected yet); ``paths`` is the
+    search path the host was given (``None``: the interpreter's)."""
     speak_mcp("mcp-unavailable", "mounting an MCP server needs")
     from mcs_host.bridge.client import MCPToolDriver  # noqa: PLC0415 - only when mounting one
 
@@ -278,6 +272,17 @@ def server_driver(
         return MCPToolDriver(
             check.target, name=check.label, call_timeout=timeout, connect_timeout=connect
         )
+    if check.release is not None:
+        from mcs_host.bridge.isolation import ServerProcess  # noqa: PLC0415 - only then
+
+        return ServerProcess(
+            check.label,
+            child_config(config, check.label, settings).model_dump_json(),
+            search_path=paths,
+            env=_placed(settings.env),
+            call_timeout=timeout,
+            connect_timeout=connect,
+        )
     return MCPToolDriver(
         list(check.command),
         name=check.label,
@@ -285,6 +290,34 @@ def server_driver(
         call_timeout=timeout,
         connect_timeout=connect,
     )
+
+
+def child_config(config: HostConfig, label: str, settings: MCPServerSettings) -> HostConfig:
+    """The configuration a server's own process checks it under: the parent's registries
+    (the default ones named) and policy, that one server, no drivers and no plugins."""
+    registries = config.registries
+    if registries is None:
+        registries = tuple(default_registry_paths())
+    return config.model_copy(
+        update={
+            "registries": registries,
+            "drivers": {},
+            "mcp_servers": {label: settings},
+            "autoload": False,
+            "plugins": False,
+            "require": {},
+        }
+    )
+
+
+_PLACES = ("MCS_HOST_STATE_DIR", "MCS_HOST_CACHE_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+"""The variables that say where the host keeps its state and cache: a server's process
+checks it against the same registry state."""
+
+
+def _placed(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the variables saying where the host's state and cache are."""
+    return {**{k: os.environ[k] for k in _PLACES if k in os.environ}, **env}
 
 
 def _check_distribution(
@@ -321,9 +354,11 @@ def _check_distribution(
             "allow them",
         )
     assert own.metadata_path is not None
-    command, problem = _console_script(own, script, settings.args)
+    named, runs, problem = _console_script(own, script)
     if problem is not None:
         return _with(base, status="rejected", reason="console-script", message=problem)
+    # its process speaks MCP through the host's SDK, which counts as the host's there
+    _origins.grant_extras(("mcp",))
     checks = check_dependencies(distribution, own.metadata_path, index, search)
     refuse = config.strict or config.trust.dependencies == "refuse"
     judged = judge_dependencies(checks, policy, refuse_unverified=refuse)
@@ -335,16 +370,19 @@ def _check_distribution(
     )
     if own.status == "unverified":
         unverified = (f"the MCP server {distribution} itself ({own.message})", *unverified)
-    return _with(base, allowed=True, command=command, dependencies=checks, unverified=unverified)
+    command = (sys.executable, "-I", "-m", "mcs_host", "run-server", label)
+    return _with(
+        base, allowed=True, command=command, dependencies=checks, unverified=unverified,
+        release=own, script=named, entry_point=runs,
+    )  # fmt: skip
 
 
 def _console_script(
-    own: DependencyCheck, script: str | None, args: Sequence[str]
-) -> tuple[tuple[str, ...], str | None]:
-    """The command that runs the distribution's console script ``script`` from its verified
-    location, or why there is none."""
+    own: DependencyCheck, script: str | None
+) -> tuple[str, str, None] | tuple[None, None, str]:
+    """The console script ``script`` of the distribution (default: its only one) and the
+    ``module:attribute`` it runs, one of its own modules; or why there is none."""
     assert own.metadata_path is not None
-    assert own.location is not None
     try:
         with open(os.path.join(own.metadata_path, "entry_points.txt"), encoding="utf-8") as file:
             scripts = dict(parse_entry_points(file.read(), "console_scripts")[0])
@@ -354,19 +392,27 @@ def _console_script(
     if script is None:
         if len(scripts) != 1:
             have = ", ".join(sorted(scripts)) or "none"
-            return (), f"{name} has {len(scripts)} console scripts ({have}): name one as script"
+            return (
+                None,
+                None,
+                f"{name} has {len(scripts)} console scripts ({have}): name one as script",
+            )
         script = next(iter(scripts))
     target = scripts.get(script)
     if target is None:
-        return (), f"{name} has no console script {script!r}"
+        return None, None, f"{name} has no console script {script!r}"
     top = target.partition(":")[0].strip().split(".")[0]
     modules = {m.name.split(".")[0] for m in own.modules}
     if top not in modules:
-        return (), (
-            f"console script {script!r} of {name} runs {target!r}, which is not one of "
-            f"{name}'s own modules"
+        return (
+            None,
+            None,
+            (
+                f"console script {script!r} of {name} runs {target!r}, which is not one of "
+                f"{name}'s own modules"
+            ),
         )
-    return (sys.executable, "-I", "-c", _LAUNCH, own.location, target, *args), None
+    return script, target, None
 
 
 def _same(

@@ -148,19 +148,30 @@ def admit_dependencies(
     if judged.refusal is not None:
         status, reason, message = judged.refusal
         raise Refused(status, reason, message)  # type: ignore[arg-type]
+    admit_checked(ctx.gate, checks, judged.unverified, candidate.distribution)
+    return tuple(judged.notes)
+
+
+def admit_checked(
+    gate: VerifiedImporter,
+    checks: Iterable[DependencyCheck],
+    unverified: Iterable[DependencyCheck],
+    needed_by: str,
+) -> None:
+    """Register the pinned ``checks`` with the import gate and allow the ``unverified`` ones
+    the policy admits for ``needed_by``; :class:`Refused` if one was imported elsewhere."""
     try:
         for check in checks:
             if check.status == "pinned" and check.location is not None:
                 owner = f"{check.distribution} {check.version}"
-                ctx.gate.register(
+                gate.register(
                     check.location, check.modules, check.extensions, owner, check.libraries
                 )
-                refuse_imported_elsewhere(ctx.gate, check.modules, check.extensions)
+                refuse_imported_elsewhere(gate, check.modules, check.extensions)
     except IntegrityError as exc:
         raise Refused("rejected", "integrity", str(exc)) from None
-    for check in judged.unverified:
-        _allow_dependency(ctx.gate, check, candidate)
-    return tuple(judged.notes)
+    for check in unverified:
+        _allow_dependency(gate, check, needed_by)
 
 
 def import_verified(verification: Verification) -> object:
@@ -348,13 +359,13 @@ def _no_tools(driver: object, meta: DriverMeta, timeout: float, health: Any) -> 
     return message
 
 
-def _allow_dependency(gate: VerifiedImporter, check: DependencyCheck, candidate: Candidate) -> None:
+def _allow_dependency(gate: VerifiedImporter, check: DependencyCheck, needed_by: str) -> None:
     """Tell the import gate the policy allows the unverified dependency ``check``."""
     if check.location is None or check.metadata_path is None:
         return
     files = [os.path.join(check.location, *path.split("/")) for path in check.files]
     tree = _origins.editable_tree(check.metadata_path)
-    why = f"an unverified dependency of {candidate.distribution} the policy allows"
+    why = f"an unverified dependency of {needed_by} the policy allows"
     gate.allow(files, check.distribution, why, [tree] if tree else [])
 
 

@@ -1,0 +1,57 @@
+"""``mcs-host run-server LABEL`` (hidden): the process of an MCP server from an installed
+distribution, started by a host that mounts it. It checks the server again and runs its
+console script from the verified bytes (:mod:`mcs_host.loading.server_process`); stdin and
+stdout are the server's, as its script would have them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, NoReturn
+
+import typer
+
+from .options import SearchPathOption, fail
+
+
+def run_server_command(
+    label: Annotated[
+        str, typer.Argument(help="The server's label in the configuration.", metavar="LABEL")
+    ],
+    path: SearchPathOption = None,
+) -> None:
+    """Run one MCP server for a parent host; the configuration comes from the parent."""
+    from mcs_host.bridge.isolation import CONFIG_VARIABLE, SERVING
+    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.records import Refused
+    from mcs_host.loading.server_process import verified_server
+    from mcs_host.trust.importer import ImportRefusedError, IntegrityError
+
+    from .serve import _end_with_parent
+
+    raw = os.environ.pop(CONFIG_VARIABLE, None)  # the server does not see it
+    if raw is None:
+        fail(f"run-server: {CONFIG_VARIABLE} is not set; only a host starts a server this way")
+    try:
+        settings = HostConfig.model_validate_json(raw)
+    except ValueError as exc:
+        fail(f"run-server: {CONFIG_VARIABLE} is not a host configuration: {exc}")
+    _end_with_parent()
+    paths = [os.fspath(p) for p in path] if path else None
+    try:
+        serve = verified_server(settings, label, paths)
+    except Refused as refusal:
+        _refused(f"{refusal.reason}: {refusal.message}")
+    except (IntegrityError, ImportRefusedError) as exc:
+        _refused(f"integrity: {exc}")
+    sys.stderr.write(SERVING)  # what it says from now on is the server's
+    sys.stderr.flush()
+    raise SystemExit(serve())
+
+
+def _refused(message: str) -> NoReturn:
+    """Say on stderr why the server may not start (the parent repeats ``error:`` lines), and
+    exit 1."""
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(1)
