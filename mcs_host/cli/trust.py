@@ -242,12 +242,12 @@ def allow_command(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve a directory's mcs-host.toml / [tool.mcs-host], as they are now, to choose
-    registries and keys and relax the trust policy (like direnv's allow).
+    """Approve a directory's mcs-host.toml / [tool.mcs-host], as they are now, so every
+    setting in them is used (like direnv's allow).
 
-    Without approval, a configuration found in the working directory is read for everything
-    else, but those settings are ignored (and the ignoring reported). An approval lapses when
-    the files change.
+    Without approval, a configuration found in the working directory sets only what cannot
+    make the host run, reach or tell the model more (the rest is ignored, and the ignoring
+    reported). An approval lapses when the files change.
     """
     from mcs_host.loading.config import ConfigError, approve_directory, revoke_directory
 
