@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from .options import SearchPathOption, fail
+from .options import SearchPathOption, config_from_parent
 
 
 def run_server_command(
@@ -21,22 +21,12 @@ def run_server_command(
     path: SearchPathOption = None,
 ) -> None:
     """Run one MCP server for a parent host; the configuration comes from the parent."""
-    from mcs_host.bridge.isolation import CONFIG_VARIABLE, SERVING
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.bridge.isolation import SERVING
     from mcs_host.loading.records import Refused
     from mcs_host.loading.server_process import verified_server
     from mcs_host.trust.importer import ImportRefusedError, IntegrityError
 
-    from .serve import _end_with_parent
-
-    raw = os.environ.pop(CONFIG_VARIABLE, None)  # the server does not see it
-    if raw is None:
-        fail(f"run-server: {CONFIG_VARIABLE} is not set; only a host starts a server this way")
-    try:
-        settings = HostConfig.model_validate_json(raw)
-    except ValueError as exc:
-        fail(f"run-server: {CONFIG_VARIABLE} is not a host configuration: {exc}")
-    _end_with_parent()
+    settings = config_from_parent("run-server", "a server this way")
     paths = [os.fspath(p) for p in path] if path else None
     try:
         serve = verified_server(settings, label, paths)

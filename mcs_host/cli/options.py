@@ -258,6 +258,43 @@ def _with_sets(loaded: HostConfig, sets: Sequence[str], path: Sequence[Path] | N
     return override_config(loaded, drivers=drivers, mcp_servers=servers)
 
 
+def config_from_parent(command: str, child: str) -> HostConfig:
+    """The configuration the parent host wrote for this child process (``command`` says
+    which, in errors; ``child`` what it runs), taken out of the environment; and on Linux the
+    child is asked to end with its parent."""
+    from mcs_host.bridge.isolation import CONFIG_VARIABLE
+    from mcs_host.loading.config import HostConfig
+
+    raw = os.environ.pop(CONFIG_VARIABLE, None)  # what the child runs does not see it
+    if raw is None:
+        fail(f"{command}: {CONFIG_VARIABLE} is not set; only a host starts {child}")
+    try:
+        settings = HostConfig.model_validate_json(raw)
+    except ValueError as exc:
+        fail(f"{command}: {CONFIG_VARIABLE} is not a host configuration: {exc}")
+    _end_with_parent()
+    return settings
+
+
+_PR_SET_PDEATHSIG = 1
+"""Linux's ``prctl`` option: the signal a process gets when its parent dies."""
+
+
+def _end_with_parent() -> None:
+    """On Linux, ask for SIGTERM when the parent dies, so a child that hangs is not left
+    behind by a parent that was killed (elsewhere stdin's end is the only sign)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+    from contextlib import suppress
+
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the parent is gone already
+        raise SystemExit(0)
+
+
 def settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
     """``--set`` items as settings: the value is JSON, else the text itself ("" when empty)."""
     from mcs_host._files import InputError, loads_json

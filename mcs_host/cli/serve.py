@@ -36,6 +36,7 @@ from .options import (
     StrictOption,
     ThresholdOption,
     config_from_options,
+    config_from_parent,
     fail,
 )
 
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
-_PR_SET_PDEATHSIG = 1
-"""Linux's ``prctl`` option: the signal a process gets when its parent dies."""
 TOKEN_VARIABLE = "MCS_HOST_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a token
 """The environment variable that may give ``serve --http`` its bearer token."""
 
@@ -187,37 +186,14 @@ def serve_command(
 def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:
     """The configuration a parent host wrote for this child (one mount), with the mount's
     resource limits applied to this process before anything of the driver runs."""
-    from mcs_host.bridge.isolation import CONFIG_VARIABLE
-    from mcs_host.loading.config import HostConfig
     from mcs_host.loading.isolating import become_child
 
-    raw = os.environ.pop(CONFIG_VARIABLE, None)  # the driver does not see it
-    if raw is None:
-        fail(f"--isolated: {CONFIG_VARIABLE} is not set; only a host starts an isolated driver")
-    try:
-        settings = HostConfig.model_validate_json(raw)
-    except ValueError as exc:
-        fail(f"--isolated: {CONFIG_VARIABLE} is not a host configuration: {exc}")
+    settings = config_from_parent("--isolated", "an isolated driver")
     if len(labels) != 1 or labels[0] not in settings.drivers:
         fail("--isolated: give the one label the configuration mounts")
-    _end_with_parent()
     _limit(settings.drivers[labels[0]].limits)
     become_child()
     return settings
-
-
-def _end_with_parent() -> None:
-    """On Linux, ask for SIGTERM when the parent dies, so a child whose driver hangs is not
-    left behind by a parent that was killed (elsewhere stdin's end is the only sign)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() == 1:  # the parent is gone already
-        raise SystemExit(0)
 
 
 def _limit(limits: ProcessLimits) -> None:
