@@ -90,7 +90,8 @@ def reach(
         answers = [output, "Done."]
 
         def chat(history: list[dict[str, Any]]) -> str:
-            return answers[sum(m["role"] == "assistant" for m in history)]
+            turns: int = sum(1 for m in history if m["role"] == "assistant")
+            return answers[turns]
 
         async def achat(history: list[dict[str, Any]]) -> str:
             return chat(history)
