@@ -56,13 +56,13 @@ atexit.register(_last_words)
 def _after_the_main_thread():
     threading.main_thread().join()  # the command has returned: its document is out
     for n in range(20):
-        print("LOUD thread after the main thread", n, flush=n % 2 == 0)
+        print(f"LOUD thread after the main thread {n}", flush=n % 2 == 0)  # one write
     os.write(1, b"LOUD thread after the main thread on descriptor 1\\n")
 
 
 def _background(where):
     for n in range(20):
-        print("LOUD background thread", where, n, flush=n % 2 == 0)
+        print(f"LOUD background thread {where} {n}", flush=n % 2 == 0)  # one write
     os.write(1, f"LOUD background thread {where} on descriptor 1\\n".encode())
 
 
@@ -126,10 +126,10 @@ class Driver(MCSDriver):
 """
 
 IMPORTED = [
-    "LOUD import\n",
+    "LOUD import",
     "LOUD import left in the buffer",
     "LOUD import on descriptor 1\n",
-    "LOUD init\n",
+    "LOUD init",
     "LOUD list_tools",
     "LOUD background thread list_tools 19",
     "LOUD background thread list_tools on descriptor 1\n",
@@ -140,11 +140,12 @@ IMPORTED = [
     "LOUD atexit left in the buffer",
     "LOUD atexit on descriptor 1\n",
     "SOLO import",
-    "SOLO init\n",
+    "SOLO init",
 ]
-"""What the drivers print whenever the command imports and mounts them."""
+"""What the drivers print whenever the command imports and mounts them (a print's newline
+is a write of its own, which another thread's may precede: only ``os.write`` lines keep it)."""
 CALLED = [
-    "LOUD execute_tool\n",
+    "LOUD execute_tool",
     "LOUD execute_tool on descriptor 1\n",
     "LOUD background thread execute_tool 19",
     "LOUD background thread execute_tool on descriptor 1\n",
