@@ -32,7 +32,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcs_host.trust", "mcs_host.orchestration"),
     ("mcs_host.contract", "mcs_host.discovery"),
     ("mcs_host.interfaces",),
-    ("mcs_host._files", "mcs_host._bounded", "mcs_host._places", "mcs_host._version"),
+    (
+        "mcs_host._files",
+        "mcs_host._bounded",
+        "mcs_host._places",
+        "mcs_host._version",
+        "mcs_host._descendants",
+    ),
 )
 
 

@@ -1,0 +1,112 @@
+"""The processes a process started, found and ended together (POSIX; the tree on Linux).
+
+A daemon that calls ``setsid`` and forks again leaves its process group, and its parent's
+exit hands it to init: ending a child's process group does not end it. On Linux a process
+that is a child subreaper (:func:`become_subreaper`) is handed its orphaned descendants
+instead, so they stay in its tree, which :func:`descendants` reads from ``/proc`` and
+:func:`end_tree` ends. Elsewhere only the process group is ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+__all__ = ["become_subreaper", "descendants", "end_descendants", "end_tree"]
+
+_PR_SET_CHILD_SUBREAPER = 36
+"""Linux's ``prctl`` option: orphaned descendants are reparented to this process."""
+_ROUNDS = 5
+"""Times the tree is read again while ending it (a process may fork as it is ended)."""
+
+
+def become_subreaper() -> bool:
+    """Make this process its orphaned descendants' parent (Linux); whether it is."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes  # noqa: PLC0415 - Linux only
+
+    try:
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live process ``/proc`` shows (zombies have ended)."""
+    found: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat.rpartition(b")")[2].split()  # state, parent, ...
+        if len(fields) > 1 and fields[0] != b"Z" and fields[1].isdigit():  # not a zombie
+            found[int(name)] = int(fields[1])
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (children first), as ``/proc`` shows them; empty
+    where there is no ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    queue = list(children.get(pid, ()))
+    while queue:
+        child = queue.pop(0)
+        found.append(child)
+        queue.extend(children.get(child, ()))
+    return found
+
+
+def end_tree(pid: int) -> None:
+    """SIGKILL ``pid``, its process group and every descendant, until none is left (those it
+    orphaned, if it is a subreaper, among them). ``pid`` is not waited for."""
+    for _ in range(_ROUNDS):
+        tree = descendants(pid)
+        for number in (pid, *tree):
+            _kill(number)
+        with contextlib.suppress(OSError, AttributeError):  # no group, or no killpg
+            os.killpg(pid, signal.SIGKILL)
+        if not tree:
+            return
+
+
+def end_descendants() -> None:
+    """SIGKILL every descendant of this process (not itself), until none is left."""
+    me = os.getpid()
+    for _ in range(_ROUNDS):
+        tree = descendants(me)
+        if not tree:
+            return
+        for number in tree:
+            _kill(number)
+        _reap()
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(OSError):  # gone already, or not ours
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap() -> None:
+    """Collect the exit status of every child that has ended (a subreaper's orphans are its
+    children: unreaped, they stay in /proc as zombies)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            return
+        if pid == 0:
+            return
