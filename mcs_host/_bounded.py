@@ -4,7 +4,8 @@ A call runs in a worker thread; if it has not returned after ``timeout`` seconds
 behind (Python cannot stop a thread) and :class:`Hung` is raised. What the call raises is
 raised again in the caller's thread, except a ``KeyboardInterrupt``: a signal is never
 delivered to a worker thread, so one raised there is the call's own doing and comes back as
-:class:`Interrupted`, an ordinary exception.
+:class:`Interrupted`, an ordinary exception. Nothing here keeps what the call raised once it
+is raised again (no cycle through this module's frames holds it).
 """
 
 from __future__ import annotations
@@ -42,9 +43,12 @@ def call_bounded(func: Callable[..., Any], timeout: float | None, name: str, *ar
     worker.join(timeout)
     if worker.is_alive():
         raise Hung(f"{name} did not return within {timeout:g} s")
-    if "error" in outcome:
-        error = outcome["error"]
+    if "error" not in outcome:
+        return outcome.pop("value", None)
+    error = outcome.pop("error")  # the worker's frame, in its traceback, still sees outcome
+    try:
         if isinstance(error, KeyboardInterrupt):
             raise Interrupted(f"{name} raised KeyboardInterrupt") from error
         raise error
-    return outcome.get("value")
+    finally:
+        del error  # this frame joins the error's traceback: holding it would make a cycle

@@ -130,11 +130,18 @@ def ask_consent(
 def audit_call(
     manager: pluggy.PluginManager, call: ToolCall, result: Any, error: BaseException | None
 ) -> None:
-    """Tell the plugins about a call that ran."""
+    """Tell the plugins about a call that ran. A hook that raises is warned of; its
+    exception's traceback is let go first: pluggy's frame in it holds that exception and the
+    hook's arguments, the call's ``error`` among them, a cycle that would keep the failed
+    call's objects until the garbage collector ran."""
     try:
         manager.hook.mcs_host_after_tool_call(call=call, result=result, error=error)
     except Exception as exc:
-        warnings.warn(f"audit hook raised {exc!r}", RuntimeWarning, stacklevel=2)
+        problem = repr(exc)
+        exc.__traceback__ = None
+    else:
+        return
+    warnings.warn(f"audit hook raised {problem}", RuntimeWarning, stacklevel=2)
 
 
 def report_loaded(manager: pluggy.PluginManager, report: LoadReport) -> None:

@@ -34,6 +34,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -254,7 +255,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             admitted = self._judge(table, *admitted, _ask(self.consent, admitted[1]), notes)
         if isinstance(admitted, _Failure):
             raise admitted.raised()
-        return _returned(self._run(*admitted))
+        return _returned(self._run(*admitted, raising=True))
 
     # -- MCSDriver -------------------------------------------------------------------------------
 
@@ -424,7 +425,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             admitted = self._judge(table, *admitted, await _aask(self.consent, admitted[1]), notes)
         if isinstance(admitted, _Failure):
             raise admitted.raised()
-        return _returned(await self._arun(*admitted))
+        return _returned(await self._arun(*admitted, raising=True))
 
     def _deciders(self, consent: Consent | None) -> tuple[Consent, ...]:
         """Who approves each call: the caller's ``consent``, then the orchestrator's own."""
@@ -498,8 +499,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             return _not_approved(call.name, verdict if isinstance(verdict, str) else "")
         return route, call
 
-    def _run(self, route: Route, call: ToolCall) -> _Outcome:
-        """Run one admitted call: ``(result, its text, None, call)`` or a failure."""
+    def _run(self, route: Route, call: ToolCall, raising: bool = False) -> _Outcome:
+        """Run one admitted call: ``(result, its text, None, call)`` or a failure (which
+        keeps the tool's error only when ``raising``: for :meth:`execute_tool` to raise)."""
         error: BaseException | None = None
         outcome: Any = None
         text = ""
@@ -519,9 +521,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             error = Hung(f"{call.name} did not finish within {limit:g} s")
         except BaseException as exc:  # sys.exit() and the like too: a tool never ends the client
             error = exc
-        return self._ran(call, outcome, text, error, streams)
+        try:
+            return self._ran(call, outcome, text, error, streams, raising)
+        finally:
+            del error  # this frame is in the error's traceback: holding it makes a cycle
 
-    async def _arun(self, route: Route, call: ToolCall) -> _Outcome:
+    async def _arun(self, route: Route, call: ToolCall, raising: bool = False) -> _Outcome:
         """:meth:`_run` on an event loop."""
         import asyncio  # noqa: PLC0415 - only for async users
 
@@ -549,7 +554,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             # the deadline passing, or what the tool raised (its own TimeoutError too)
             expired = deadline is not None and deadline.expired()
             error = Hung(f"{call.name} did not finish within {limit:g} s") if expired else exc
-        return self._ran(call, outcome, text, error, streams)
+        try:
+            return self._ran(call, outcome, text, error, streams, raising)
+        finally:
+            # this frame is in the error's traceback: holding the error, or the deadline
+            # (which holds the task, which holds an error that leaves it), makes a cycle
+            del error, deadline
 
     def _limit(self, driver: object) -> float | None:
         """How long a call to ``driver`` may take: ``call_timeout``, or a second more than
@@ -568,9 +578,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         text: str,
         error: BaseException | None,
         streams: tuple[Any, Any],
+        raising: bool,
     ) -> _Outcome:
         """A call's outcome once it ran: streams put back, the audit told, errors worded (a
-        stacked orchestrator's denial as this one's)."""
+        stacked orchestrator's denial as this one's). Once the audit has seen an error, what
+        its traceback's frames hold is let go (:func:`_release`), and the failure keeps only
+        its text, or the error too when ``raising``."""
         out, err = streams
         broken = (
             _restore_streams(streams)
@@ -582,13 +595,18 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         )
         if broken is not None and error is None:
             error = ToolError(f"the tool closed or replaced {broken}; it was put back")
-        if self.audit is not None:
-            self.audit(call, outcome, error)
+        try:
+            if self.audit is not None:
+                self.audit(call, outcome, error)
+        finally:
+            if error is not None:
+                _release(error)
         if error is None:
             return outcome, text, None, call
         if isinstance(error, _NotApproved):
             return None, "", _not_approved(call.name, error.reason), call
-        return None, "", _Failure(call.name, self._failed(call, error), error), call
+        kept = error if raising else None
+        return None, "", _Failure(call.name, self._failed(call, error), kept), call
 
     def _failed(self, call: ToolCall, error: BaseException) -> str:
         if isinstance(error, Hung):
@@ -616,7 +634,8 @@ class _Failure:
     tool: str
     message: str
     error: BaseException | None = None
-    """What the tool raised (or its deadline), for a call that ran."""
+    """What the tool raised (or its deadline), for a call that ran and whose error
+    :meth:`Orchestrator.execute_tool` raises; ``None`` otherwise (only the message is kept)."""
     denied: str = ""
     """For a denied call: ``": <reason>"``, or a space when no reason was given."""
 
@@ -664,9 +683,14 @@ def _tool_call(table: Table, tool_name: str, arguments: Mapping[str, Any]) -> To
 def _returned(outcome: _Outcome) -> Any:
     """A call's result, or what stopped it raised."""
     result, _, failure, _ = outcome
-    if failure is not None:
-        raise failure.raised()
-    return result
+    if failure is None:
+        return result
+    error = failure.raised()
+    del outcome, failure  # this frame joins the error's traceback: it must not hold the error
+    try:
+        raise error
+    finally:
+        del error
 
 
 def _ask(decide: Consent, call: ToolCall) -> bool | str | ToolCall:
@@ -734,9 +758,42 @@ def _async_execute(driver: Any) -> Callable[..., Any] | None:
 
 
 def _chained_failed(label: str, exc: BaseException) -> DriverResponse:
-    return DriverResponse(
-        call_failed=True, call_detail=f"driver {label!r} failed: {type(exc).__name__}: {exc}"
-    )
+    detail = f"driver {label!r} failed: {type(exc).__name__}: {exc}"
+    _release(exc)
+    return DriverResponse(call_failed=True, call_detail=detail)
+
+
+_RESUMABLE = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ITERABLE_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+)
+
+
+def _release(error: BaseException) -> None:
+    """Let go of what the frames in ``error``'s traceback hold (a failed tool's objects, the
+    files it left open), and in those of the errors chained to it: a frame that ended keeps
+    its locals for as long as the traceback lives, and a local that refers to the error (the
+    tool's, or one of ours) makes a cycle that only the garbage collector would end. The
+    traceback stays, and still says where the error came from. A frame still running is left
+    alone, and so is a generator's or coroutine's (clearing a suspended one would close it)."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        exc = pending.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            if not tb.tb_frame.f_code.co_flags & _RESUMABLE:
+                with suppress(RuntimeError):  # it is still running
+                    tb.tb_frame.clear()
+            tb = tb.tb_next
+        pending += [e for e in (exc.__cause__, exc.__context__) if e is not None]
+        if isinstance(exc, BaseExceptionGroup):
+            pending += exc.exceptions
 
 
 def _checked(route: Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
