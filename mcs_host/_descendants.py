@@ -4,7 +4,10 @@ A daemon that calls ``setsid`` and forks again leaves its process group, and its
 exit hands it to init: ending a child's process group does not end it. On Linux a process
 that is a child subreaper (:func:`become_subreaper`) is handed its orphaned descendants
 instead, so they stay in its tree, which :func:`descendants` reads from ``/proc`` and
-:func:`end_tree` ends. Elsewhere only the process group is ended.
+:func:`end_tree` ends. A process that dies of SIGKILL hands its orphans on before anyone can
+read its tree: what it started is found by a mark in the environment it passed on
+(:data:`MARK`, :func:`end_marked`), unless a descendant replaced its environment. Elsewhere
+only the process group is ended.
 """
 
 from __future__ import annotations
@@ -13,8 +16,20 @@ import contextlib
 import os
 import signal
 import sys
+from typing import NoReturn
 
-__all__ = ["become_subreaper", "descendants", "end_descendants", "end_tree"]
+__all__ = [
+    "MARK",
+    "become_subreaper",
+    "descendants",
+    "end_descendants",
+    "end_marked",
+    "end_tree",
+    "exit_now",
+]
+
+MARK = "MCS_HOST_TREE"
+"""The environment variable that marks every process started under one child of the host."""
 
 _PR_SET_CHILD_SUBREAPER = 36
 """Linux's ``prctl`` option: orphaned descendants are reparented to this process."""
@@ -83,8 +98,33 @@ def end_tree(pid: int) -> None:
             return
 
 
+def end_marked(mark: str) -> None:
+    """SIGKILL every process (but this one) whose environment has ``MARK=mark``: what a
+    child the host started left behind, wherever it was reparented (Linux; the processes of
+    this user only)."""
+    needle = f"{MARK}={mark}".encode()
+    me = os.getpid()
+    for _ in range(_ROUNDS):
+        found = [pid for pid in _parents() if pid != me and needle in _environment(pid)]
+        if not found:
+            return
+        for pid in found:
+            _kill(pid)
+
+
+def _environment(pid: int) -> list[bytes]:
+    """The environment of ``pid`` as ``NAME=value`` entries; empty when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            return file.read().split(b"\0")
+    except OSError:
+        return []
+
+
 def end_descendants() -> None:
-    """SIGKILL every descendant of this process (not itself), until none is left."""
+    """SIGKILL every descendant of this process (not itself), until none is left. The
+    children that have ended are reaped (their exit statuses are taken: call it only when
+    this process is ending, not while a ``subprocess`` of its own waits for one)."""
     me = os.getpid()
     for _ in range(_ROUNDS):
         tree = descendants(me)
@@ -93,6 +133,15 @@ def end_descendants() -> None:
         for number in tree:
             _kill(number)
         _reap()
+
+
+def exit_now(status: int = 0) -> NoReturn:
+    """End every descendant of this process, then the process with ``status``, at once: no
+    thread, handler or ``atexit`` function is waited for (a call may be stuck in one)."""
+    end_descendants()
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(status)
 
 
 def _kill(pid: int) -> None:

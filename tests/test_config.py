@@ -191,6 +191,7 @@ REFUSED = {
     "drivers.<label>.limits.cpu_seconds": "1",
     "drivers.<label>.limits.open_files": "1",
     "drivers.<label>.restarts": "100",
+    "drivers.<label>.max_result_mb": "1000",
     "plugins": "false",
     "healthcheck": "true",
     "timeout": "3600",

@@ -1,5 +1,6 @@
 """MCP's shapes as the contract's: a listed tool as a ``Tool``, a call's result as the value
-the orchestrator hands on."""
+the orchestrator hands on (structured content when there is some: a parent host asks its
+isolated child for that alone), an error as a message says it."""
 
 from __future__ import annotations
 
@@ -84,3 +85,12 @@ def as_result(tool_name: str, result: Any, wrapped: bool = False) -> Any:
     return [
         block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content
     ]
+
+
+def summary(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, or of the first error inside an exception group (the
+    SDK's task groups wrap what went wrong)."""
+    depth = 0
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions and depth < 8:
+        exc, depth = exc.exceptions[0], depth + 1
+    return f"{type(exc).__name__}: {exc}"

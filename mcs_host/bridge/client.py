@@ -1,15 +1,15 @@
 """An MCP server as a ToolDriver: its tools mounted in the orchestrator like any driver's.
 
-The SDK's ``Client`` talks to the server (a command started over stdio, or a streamable
-HTTP URL) from an event loop of the driver's own, in a thread, so the driver serves both the
-sync path (``execute_tool`` waits for the answer) and the async one (``aexecute_tool``
-awaits it without blocking the caller's loop; cancelling the caller cancels the request).
-A call is bounded by ``call_timeout``; a result the server marks ``isError``, a timeout and a
-server that dies mid-call each fail that call with a :class:`ToolError`. A connection that
-timed out or failed is closed at once (a stdio server's process is ended, its whole process
-group killed if it does not exit), and the next call connects again: at most ``restarts``
-times in a row, then the driver says it is broken. :meth:`MCPToolDriver.close` (also run at
-interpreter exit) disconnects.
+The SDK's ``Client`` talks to the server (a command started over stdio by the host's own
+transport, ``_stdio``, or a streamable HTTP URL) from an event loop of the driver's own, in a
+thread: ``execute_tool`` waits for the answer, ``aexecute_tool`` awaits it without blocking
+the caller's loop (cancelling the caller cancels the request). A call is bounded by
+``call_timeout``; a result the server marks ``isError``, a timeout and a server that dies
+mid-call fail that call with a :class:`ToolError` (naming how its process ended). A
+connection that timed out or failed is closed at once (a stdio server's process, its group
+and its descendants get SIGKILL) and the next call connects again, at most ``restarts``
+times in a row. :meth:`MCPToolDriver.close` (at interpreter exit too, for every driver at
+once) closes a stdio server's stdin, and ends it if it has not exited a second later.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from typing import Any
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.interfaces import MCSToolDriver, ToolError, report_progress
 
-from ._shapes import as_result, as_tool, wraps
+from . import _stdio
+from ._shapes import as_result, as_tool, summary, wraps
+from .server import megabytes
 
 __all__ = ["MCPToolDriver"]
 
@@ -92,13 +94,23 @@ class MCPToolDriver(MCSToolDriver):
 
     def close(self) -> None:
         """Disconnect (a stdio server's process ends) and stop the driver's loop."""
+        self._finish_close(self._begin_close())
+
+    def _begin_close(self) -> tuple[asyncio.AbstractEventLoop, Any] | None:
+        """Start closing every connection, on the driver's loop: (the loop, the future)."""
         with self._lock:
             session, loop = self._session, self._loop
             self._session = self._loop = None
+        _OPEN.discard(self)
         if loop is None:
+            return None
+        return loop, asyncio.run_coroutine_threadsafe(self._close_all(session), loop)
+
+    def _finish_close(self, closing: tuple[asyncio.AbstractEventLoop, Any] | None) -> None:
+        """Wait for what :meth:`_begin_close` started, then stop the driver's loop."""
+        if closing is None:
             return
-        atexit.unregister(self.close)
-        closed = asyncio.run_coroutine_threadsafe(self._close_all(session), loop)
+        loop, closed = closing
         with contextlib.suppress(Exception):
             closed.result(self.connect_timeout * 2)
         loop.call_soon_threadsafe(loop.stop)
@@ -115,8 +127,7 @@ class MCPToolDriver(MCSToolDriver):
 
     @property
     def failed(self) -> bool:
-        """Whether it failed more times in a row than it may be restarted: it is not
-        connected again."""
+        """Whether it failed more times in a row than it may restart (then it never will)."""
         return self._failures > self.restarts
 
     # -- the connection --------------------------------------------------------------------------
@@ -140,46 +151,70 @@ class MCPToolDriver(MCSToolDriver):
         async def progress(done: float, total: float | None, message: str | None) -> None:
             caller.run(report_progress, done, total, message)  # to whoever called the tool
 
+        meta = self._request_meta()
         try:
             async with asyncio.timeout(self.call_timeout):
-                result = await session.call(tool_name, arguments, self.call_timeout, progress)
+                result = await session.call(tool_name, arguments, self.call_timeout, progress, meta)
         except TimeoutError:
-            self._drop(session)  # the server may still be at it: end it, start again next time
+            session.kill()  # it may still be at it: ended now, started again next time
+            await session.settle(ended=True)
+            self._drop(session)
             raise ToolError(
                 f"{self._describe()} did not answer {tool_name!r} within "
                 f"{self.call_timeout:g} s{self._ended(session)}"
             ) from None
         except asyncio.CancelledError:
             if self._end_on_cancel:
+                session.kill()
                 self._drop(session)
             raise
         except ToolError:
             raise
         except Exception as exc:
-            cause = self._why(session, _summary(exc))
+            await session.settle()  # its output ended: its exit says why
+            cause = self._why(session, summary(exc), during=True)
             self._drop(session)
             raise ToolError(f"{self._describe()} failed during {tool_name!r}: {cause}") from None
         self._failures = 0
         return as_result(tool_name, result, wraps(session.schema(tool_name)))
 
     _end_on_cancel = False
-    """Whether a cancelled call ends the connection (a process that cannot stop a call
-    itself is ended instead)."""
+    """Whether a cancelled call ends the connection (and its process)."""
 
     def _describe(self) -> str:
         """The server, as messages name it."""
         return f"the MCP server {self._where!r}"
 
-    def _why(self, session: _Session, cause: str) -> str:
-        """Why ``session`` failed, as a message says it."""
-        return cause
+    def _why(self, session: _Session, cause: str, during: bool = False) -> str:
+        """Why ``session`` failed (``during`` a call, or starting): how its process ended
+        when it did, else ``cause``."""
+        if session.child is not None and session.child.overrun:
+            return self._overrun(session.child)
+        ended = self._ending(session, during)
+        return f"its process ended ({ended})" if ended else cause
+
+    def _ending(self, session: _Session, during: bool) -> str | None:
+        """How ``session``'s process ended (``None``: it has not, or there is none)."""
+        return session.child.how(during) if session.child is not None else None
+
+    def _overrun(self, child: _stdio.Child) -> str:
+        """Why a call failed whose server sent a line longer than the host reads."""
+        return (
+            f"it sent a message of more than {megabytes(child.max_line)} MB, more than the "
+            "host reads from a server; its process is ended"
+        )
+
+    _max_line = 64 * 2**20  # the longest message of a stdio server (it is ended past it)
+
+    def _request_meta(self) -> dict[str, Any] | None:
+        return None  # what each call's ``_meta`` carries
 
     def _ended(self, session: _Session) -> str:
-        """What a message adds about the end of ``session``'s server."""
-        return ""
+        return ""  # what a timeout's message adds about the end of the server
 
     def _drop(self, session: _Session) -> None:
-        """Mark ``session`` broken and close it in the background (on the driver's loop)."""
+        """Mark ``session`` broken, end its process at once and close it in the background
+        (on the driver's loop)."""
         if session.broken and session.closing:
             return
         session.broken = True
@@ -188,7 +223,9 @@ class MCPToolDriver(MCSToolDriver):
             loop.call_soon_threadsafe(self._close_later, session)
 
     def _close_later(self, session: _Session) -> None:
-        """Close ``session`` in a task of the driver's loop, which :meth:`close` waits for."""
+        """End ``session``'s process and close it in a task of the driver's loop, which
+        :meth:`close` waits for."""
+        session.kill()
         task = asyncio.get_running_loop().create_task(session.close())
         self._closings.add(task)
         task.add_done_callback(self._closings.discard)
@@ -219,60 +256,72 @@ class MCPToolDriver(MCSToolDriver):
                     target=self._loop.run_forever, name=f"mcp {self._where}", daemon=True
                 )
                 self._thread.start()
-                atexit.register(self.close)
-            session = _Session(self._target(), self._errlog())
+                _OPEN.add(self)
+            session = _Session(self._target())
             opened = asyncio.run_coroutine_threadsafe(session.open(), self._loop)
             try:
                 opened.result(self.connect_timeout)
             except Exception as exc:
                 self._failures += 1
                 opened.cancel()
-                cause = self._why(session, _summary(exc))
+                settled = asyncio.run_coroutine_threadsafe(session.settle(), self._loop)
+                with contextlib.suppress(Exception):  # how it ended, if it did
+                    settled.result(_stdio.SETTLE * 2)
+                cause = self._why(session, summary(exc))
                 self._drop(session)
                 self._last = f"; the last time: {cause}"
                 raise ToolError(f"{self._cannot} {self._describe()}: {cause}") from None
             self._session = session
             return session
 
-    _cannot = "cannot connect to"
-    """How a failed connection's message begins."""
-    _last = ""
-    """The last failure to connect, as the broken driver's message repeats it."""
+    _cannot = "cannot connect to"  # how a failed connection's message begins
+    _last = ""  # the last failure to connect, as the broken driver's message repeats it
 
     def _errlog(self) -> Any:
-        """Where a stdio server's stderr goes (default: this process's stderr)."""
-        return None
+        return None  # where a stdio server's stderr goes (None: this process's stderr)
 
-    def _target(self) -> Any:
+    def _target(self) -> str | _stdio.Child:
+        """The URL, or the process to start (not started yet)."""
         if isinstance(self.server, str):
             return self.server
-        from mcp import StdioServerParameters  # noqa: PLC0415 - the mcp extra
+        command, env, errlog = self.server, self._env, self._errlog()
+        return _stdio.Child(command, env=env, cwd=self._cwd, errlog=errlog, max_line=self._max_line)
 
-        command, *args = self.server
-        return StdioServerParameters(command=command, args=args, env=self._env, cwd=self._cwd)
+
+_OPEN: set[MCPToolDriver] = set()  # the drivers with a loop running, closed at exit
+
+
+@atexit.register
+def _close_open() -> None:
+    """At interpreter exit, close every driver still open at the same time: each server's
+    grace to exit runs beside the others', not after them."""
+    closing = [(driver, driver._begin_close()) for driver in list(_OPEN)]
+    for driver, started in closing:
+        driver._finish_close(started)
 
 
 class _Session:
     """One connection: its owner task enters the SDK's client and leaves it, as anyio wants
-    (the same task); calls run as other tasks on the same loop."""
+    (the same task); calls run as other tasks on the same loop. ``target`` is a URL or the
+    process to start (:class:`_stdio.Child`)."""
 
     __slots__ = (
         "_closing",
         "_owner",
         "_ready",
         "broken",
+        "child",
         "client",
         "closing",
-        "errlog",
         "instructions",
         "target",
         "tools",
     )
 
-    def __init__(self, target: Any, errlog: Any = None) -> None:
+    def __init__(self, target: str | _stdio.Child) -> None:
         self.target = target
-        self.errlog = errlog
-        """The file a stdio server's stderr goes to, when it is kept."""
+        self.child = target if isinstance(target, _stdio.Child) else None
+        """The server's process, when the host starts it."""
         self.client: Any = None
         self.tools: list[Any] = []
         self.instructions: str | None = None
@@ -293,11 +342,7 @@ class _Session:
 
         assert self._ready is not None
         assert self._closing is not None
-        target = self.target
-        if self.errlog is not None:
-            from mcp.client.stdio import stdio_client  # noqa: PLC0415 - the mcp extra
-
-            target = stdio_client(target, errlog=self.errlog)
+        target: Any = self.target if self.child is None else self.child.link()
         try:
             async with Client(target) as client:
                 self.client = client
@@ -310,6 +355,7 @@ class _Session:
             if not self._ready.done():
                 self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
             if isinstance(exc, asyncio.CancelledError):
+                self.kill()  # its link could not close in order
                 raise
 
     def schema(self, name: str) -> Any:
@@ -317,17 +363,28 @@ class _Session:
         return next((getattr(t, "output_schema", None) for t in self.tools if t.name == name), None)
 
     async def call(
-        self, name: str, arguments: dict[str, Any], timeout: float | None, progress: Any
+        self, name: str, arguments: dict[str, Any], timeout: float | None, progress: Any, meta: Any
     ) -> Any:
         if self.broken or self.client is None:
             raise ConnectionError("the connection to the server is closed")
         return await self.client.call_tool(
-            name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+            name, arguments, read_timeout_seconds=timeout, progress_callback=progress, meta=meta
         )
 
+    def kill(self) -> None:
+        """End the server's process at once, if the host started one (on the loop)."""
+        if self.child is not None:
+            self.child.end()
+
+    async def settle(self, ended: bool = False) -> None:
+        """Wait (bounded) for the process to be reaped once it was ``ended``, or once its
+        output ended: then its exit says what ended the connection."""
+        if self.child is not None and (ended or self.child.output_ended):
+            await self.child.wait(_stdio.REAP if ended else _stdio.SETTLE)
+
     async def close(self) -> None:
-        """End the connection: the SDK closes a stdio server's stdin, then ends its process
-        group if it has not exited within a few seconds."""
+        """End the connection: a stdio server's stdin is closed, and its process ended if it
+        has not exited within :data:`_stdio.GRACE` seconds (at once if it was ended)."""
         self.closing = True
         if self._closing is not None:
             self._closing.set()
@@ -335,15 +392,7 @@ class _Session:
             try:
                 await asyncio.wait_for(asyncio.shield(self._owner), 10)
             except Exception:  # it did not end in time, or ended badly: stop it
+                self.kill()
                 self._owner.cancel()
-        if self.errlog is not None:
-            self.errlog.close()
-
-
-def _summary(exc: BaseException) -> str:
-    """``Type: message`` of ``exc``, or of the first error inside an exception group (the
-    SDK's task groups wrap what went wrong)."""
-    depth = 0
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions and depth < 8:
-        exc, depth = exc.exceptions[0], depth + 1
-    return f"{type(exc).__name__}: {exc}"
+        if self.child is not None and self.child.errlog is not None:
+            self.child.errlog.close()

@@ -9,16 +9,24 @@ mount's resource limits, verifies the driver again, imports it and serves it ove
 parent talks to it as an :class:`~mcs_host.bridge.client.MCPToolDriver` does.
 
 A call that crashes the child, makes it exit, or outlasts the call timeout fails with a
-:class:`ToolError` that names the driver and repeats why the child said it failed (its
-``error:`` lines, a traceback's last line); the
-child is ended (its whole process group) and the next call starts another, at most
-``restarts`` times in a row. A cancelled call ends the child too: a driver's call cannot be
-stopped inside its process.
+:class:`ToolError` that names the driver, how its process ended (``killed by SIGSEGV``,
+``exited with status 0 during the call``, the CPU or memory limit it met) and what the child
+said of it (its ``error:`` lines, a traceback's last line, a fatal error or a failed
+allocation); the child is ended at once (SIGKILL to it, its process group and its
+descendants) and the next call starts another, at most ``restarts`` times in a row. A
+cancelled call ends the child too: a driver's call cannot be stopped inside its process.
+
+Each call asks the child for its result once and bounded (``_meta`` under
+:data:`~mcs_host.bridge.server.LINK_KEY`): a result bigger than the mount's
+``max_result_mb`` fails in the child, naming the setting, and a line the parent reads may
+not be longer than that bound with room for the envelope (an eighth more, and 1 MiB).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -26,8 +34,9 @@ from typing import Any
 
 from mcs_host.contract import DriverMeta
 
+from . import _stdio
 from .client import MCPToolDriver, _Session
-from .server import META_KEY
+from .server import LINK_KEY, META_KEY, megabytes
 
 __all__ = ["IsolatedDriver"]  # ServerProcess: mounted by the host only
 
@@ -38,6 +47,21 @@ SERVING = "mcs-host: serving\n"
 its server) and begins to serve."""
 _TAIL = 4096
 """Bytes of the child's stderr read to say why it failed."""
+_LAST = 5
+"""The last lines of the child's stderr searched for what explains its end."""
+_EXPLAINS = (
+    "Fatal Python error",
+    "memory allocation of",
+    "MemoryError",
+    "Cannot allocate memory",
+    "out of memory",
+)
+"""What, on one of those lines, says why a process ended: printed by the interpreter, the
+C library or Rust, not by a driver's code."""
+_MEMORY = _EXPLAINS[1:]
+"""Of those, what says that memory ran out."""
+MAX_RESULT_MB = 16.0
+"""A driver's ``max_result_mb`` when its configuration has none."""
 
 
 class _Child(MCPToolDriver):
@@ -48,9 +72,40 @@ class _Child(MCPToolDriver):
     def _errlog(self) -> Any:
         return tempfile.TemporaryFile()
 
-    def _why(self, session: _Session, cause: str) -> str:
-        said = _said(session.errlog)
-        return f"its process said: {said}" if said else f"its process ended ({cause})"
+    def _why(self, session: _Session, cause: str, during: bool = False) -> str:
+        child = session.child
+        if child is None or child.overrun:
+            return super()._why(session, cause, during)
+        said = _said(child.errlog)
+        ended = self._ending(session, during)
+        if ended is None or (said and not during and child.killed_by is None):
+            # alive, or it said why it would not start
+            return f"its process said: {said}" if said else f"its process ended ({ended or cause})"
+        return f"its process ended ({ended})" + (f"; it said: {said}" if said else "")
+
+    def _ending(self, session: _Session, during: bool) -> str | None:
+        """How its process ended, and the limit that ended it, if one did: the CPU limit
+        (SIGXCPU, or SIGKILL with its CPU time spent), the memory limit (its last words say
+        an allocation failed)."""
+        how = super()._ending(session, during)
+        child = session.child
+        if how is None or child is None or child.ended:
+            return how
+        cpu, memory = self._limits.get("cpu_seconds"), self._limits.get("memory_mb")
+        killed = child.killed_by
+        if isinstance(cpu, int | float) and (
+            killed == getattr(signal, "SIGXCPU", None)
+            or (killed == signal.SIGKILL and child.cpu >= cpu - 0.1)
+        ):
+            return f"the CPU limit, cpu_seconds = {cpu:g}: {how}"
+        if any(word in line for line in _lines(child.errlog)[-_LAST:] for word in _MEMORY):
+            if isinstance(memory, int | float):
+                return f"the memory limit, memory_mb = {memory:g}: {how}"
+            return f"out of memory: {how}"
+        return how
+
+    _limits: Mapping[str, Any] = {}
+    """The resource limits of its process, as its configuration says them."""
 
     def _ended(self, session: _Session) -> str:
         return "; its process is ended, and the next call starts a new one"
@@ -127,6 +182,24 @@ class IsolatedDriver(_Child):
         )
         self.label = label
         self.meta = meta
+        settings = _mount(config, label)
+        bound = settings.get("max_result_mb", MAX_RESULT_MB)
+        self.max_result_mb = float(bound) if isinstance(bound, int | float) else MAX_RESULT_MB
+        """The largest result the child may send, in MiB of JSON."""
+        limits = settings.get("limits")
+        self._limits = dict(limits) if isinstance(limits, dict) else {}
+        size = int(self.max_result_mb * 2**20)
+        self._max_line = size + size // 8 + 2**20  # room for the envelope and escapes
+
+    def _request_meta(self) -> dict[str, Any]:
+        return {LINK_KEY: {"max_result_mb": self.max_result_mb, "label": self.label}}
+
+    def _overrun(self, child: _stdio.Child) -> str:
+        return (
+            f"its process sent a message of more than {megabytes(child.max_line)} MB, past "
+            f"max_result_mb = {self.max_result_mb:g} of driver {self.label!r} and the room "
+            "for its envelope; its process is ended"
+        )
 
     @property
     def health(self) -> dict[str, Any] | None:
@@ -146,19 +219,36 @@ class IsolatedDriver(_Child):
 
 def _said(errlog: Any) -> str:
     """What a child wrote on stderr that says why it failed: its ``error:`` lines, else the
-    last line of a traceback since it began to serve; what a driver prints is not that."""
+    last line of a traceback since it began to serve, else what explains an end among its
+    last lines (a fatal error, a failed allocation); what a driver prints is not that."""
+    lines = _lines(errlog)
+    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    if not errors and "Traceback (most recent call last):" in lines:
+        errors = lines[-1:]  # the exception that ended it
+    if not errors:
+        errors = [x for x in lines[-_LAST:] if any(word in x for word in _EXPLAINS)]
+    return "; ".join(errors)[:1000]
+
+
+def _lines(errlog: Any) -> list[str]:
+    """The lines, stripped and not empty, a child wrote on stderr since it began to serve
+    (of its last :data:`_TAIL` bytes)."""
     if errlog is None or errlog.closed:
-        return ""
+        return []
     try:
         fd = errlog.fileno()
         size = os.fstat(fd).st_size
         data = os.pread(fd, _TAIL, max(0, size - _TAIL))  # the child's offset stays
     except OSError:
-        return ""
+        return []
     text = data.decode("utf-8", "replace").rpartition(SERVING)[2]
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
-    if not errors and "Traceback (most recent call last):" in lines:
-        errors = lines[-1:]  # the exception that ended it
-    return "; ".join(errors)[:1000]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _mount(config: str, label: str) -> dict[str, Any]:
+    """The settings of the mount ``label`` in a child's configuration (JSON), as JSON."""
+    try:
+        settings = json.loads(config)["drivers"][label]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}

@@ -11,7 +11,11 @@ descriptor 1 at stderr for its whole life and hands the SDK the real stdin and s
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
 travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
 the stack's system message. A result that is a JSON object is the structured content; any
-other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_meta``.
+other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_meta``. A
+client gets it twice, as the spec asks: that JSON in a text block too. A parent host says so
+in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it reads structured
+content, so it gets each result once (structured content alone, or a string as its text), and
+a result bigger than its bound is not sent; the call fails, naming the bound.
 
 :func:`http_app` is the server as streamable HTTP: Host and Origin checked against allow-lists
 (DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of it all.
@@ -46,6 +50,10 @@ driver was verified."""
 RESULT_KEY = "io.mcs-host/result"
 """The key of a call result's ``_meta`` entry; ``"wrapped"``: the tool's result (a number, a
 list, a boolean or null) is the ``result`` of the structured content."""
+LINK_KEY = "io.mcs-host/link"
+"""The key of a call's ``_meta`` entry by which a parent host asks for its result once and
+bounded: ``{"max_result_mb": 16, "label": "csv"}`` (the driver's label, as the host mounts
+it)."""
 MAX_BODY = 4 * 1024 * 1024
 """The largest request body the HTTP server reads, in bytes; a larger one is answered 413."""
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -107,6 +115,10 @@ def mcp_server(
             detail = response.call_detail or "the call failed"
             return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
         result = response.tool_call_result
+        link = (params.meta or {}).get(LINK_KEY)
+        if isinstance(link, dict):
+            linked: types.CallToolResult = _linked(types, params.name, result, link)
+            return linked
         text = result_text(result)
         if isinstance(result, Mapping):
             return types.CallToolResult(
@@ -128,6 +140,59 @@ def mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _linked(types: Any, name: str, result: Any, link: Mapping[str, Any]) -> Any:
+    """``result`` for a parent host: sent once (structured content, or a string as its text;
+    the parent reads structured content) and only if its JSON is within the parent's
+    ``max_result_mb``, else the call fails saying so."""
+    size: int | None = None
+    if isinstance(result, str | Mapping):
+        payload: Any = result
+    else:  # a number, list, true or null is wrapped; what JSON cannot hold goes as text
+        size = _json_size(result, strict=True)
+        payload = {"result": result} if size is not None else result_text(result)
+        size = None if size is None else size + len('{"result":}')
+    bound = link.get("max_result_mb")
+    if isinstance(bound, int | float) and not isinstance(bound, bool) and bound > 0:
+        size = _json_size(payload) if size is None else size
+        if size is None or size > bound * 2**20:
+            label = link.get("label")
+            shown = "too big to measure" if size is None else f"{megabytes(size)} MB"
+            driver = f" of driver {label!r}" if isinstance(label, str) else ""
+            text = f"the result of {name!r} is {shown}, more than max_result_mb = {bound:g}{driver}"
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    if isinstance(payload, str):
+        return types.CallToolResult(content=[types.TextContent(text=payload)])
+    if isinstance(result, Mapping):
+        return types.CallToolResult(content=[], structured_content=payload)
+    return types.CallToolResult(
+        content=[], structured_content=payload, _meta={RESULT_KEY: "wrapped"}
+    )
+
+
+def _json_size(value: Any, strict: bool = False) -> int | None:
+    """The bytes of ``value`` as JSON (UTF-8, a string's escapes counted); ``None`` when
+    there is no memory to tell or, ``strict``, when it is no JSON value as it is."""
+    try:
+        text = (_STRICT if strict else _COMPACT).encode(value)
+    except MemoryError:
+        return None
+    except (TypeError, ValueError, RecursionError):
+        if strict:
+            return None
+        raise
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def megabytes(size: int | float) -> str:
+    """``size`` bytes in MiB for a message: ``50``, ``16.5``, ``0.016``."""
+    value = size / 2**20
+    return (f"{value:.1f}" if value >= 1 else f"{value:.2g}").removesuffix(".0")
 
 
 def _is_json(value: Any) -> bool:

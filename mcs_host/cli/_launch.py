@@ -15,6 +15,13 @@ protocol reaches the real stdout.
 from metadata, without importing typer or pydantic (together ~70 ms, more than the listing
 itself); every other command line, including anything ``list`` would reject, goes to
 :mod:`mcs_host.cli`.
+
+A command that runs drivers' or a server's code (``call``, ``run``, ``load``, ``serve``,
+``verify --live``, ``check``, and the child hosts ``serve --isolated`` and ``run-server``)
+keeps what they start within its reach on Linux (:func:`_contain`): the process becomes a
+child subreaper, so what they orphan (a daemon that called ``setsid``) is handed to it, and
+every process left below it is ended when it exits, by an exception, SIGTERM or SIGHUP.
+Only this process: an application that loads drivers through the API is never made one.
 """
 
 import os
@@ -29,18 +36,34 @@ __all__ = ["main"]
 
 _RUNS_DRIVER_CODE = frozenset({"check"})
 """Commands that import a driver's code on purpose, outside the trust pipeline."""
+_CONTAINS = frozenset({"call", "run", "load", "serve", "run-server", "check"})
+"""Commands that run drivers' (or a server's) code, and end what it started when they exit
+(``verify`` too, with ``--live``)."""
 _EXTRAS = {"serve": ("mcp",), "run-server": ("mcp",)}
 """The host's extras a command needs from its start: their installed requirements count as
 the host's own in that command's process (a load grants ``mcp`` too, once it mounts a driver
 over MCP)."""
 
 
+_parent: "int | None" = None
+"""This process's parent when the command line began (a child host compares it with its
+parent now, to tell whether the host that started it has died)."""
+
+
+def parent_at_start() -> "int | None":
+    """The parent this process had when :func:`main` began (None: not run by it)."""
+    return _parent
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
+    global _parent  # noqa: PLW0603 - one process, one start
+    _parent = os.getppid()
     args = list(sys.argv[1:] if argv is None else argv)
     _claim_stdout(args)
     if not (args and args[0] in _RUNS_DRIVER_CODE):
         _isolate(_EXTRAS.get(args[0], ()) if args else ())
+    _contain(args)
     plain = _plain_list(args)
     if plain is None:
         try:
@@ -111,6 +134,45 @@ def _isolate(extras: tuple[str, ...] = ()) -> None:
 
     _origins.grant_extras(extras)
     gate().lock_down()
+
+
+def _contain(args: list[str]) -> None:
+    """For a command that runs drivers' or a server's code, on Linux: become the parent of
+    what they orphan (a child subreaper), and end every process left below this one when it
+    exits normally, by an exception, or by SIGTERM or SIGHUP (unless those were ignored when
+    it started). SIGKILL cannot be acted on: then an isolated driver's or a server's process
+    ends its own (it gets SIGTERM when its parent dies), what an in-process driver started
+    survives. Orphans that end while it runs stay zombies until it exits: reaping them would
+    take the exit status of a ``subprocess`` a driver is waiting for."""
+    words = args[: args.index("--")] if "--" in args else args
+    if not words or "--help" in words:
+        return
+    if words[0] not in _CONTAINS and not (words[0] == "verify" and "--live" in words):
+        return
+    from mcs_host._descendants import become_subreaper, end_descendants
+
+    if not become_subreaper():
+        return  # elsewhere nothing is handed to this process, and /proc cannot be read
+    import atexit
+    import signal
+
+    atexit.register(end_descendants)  # registered first, so it runs last
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(number) == signal.SIG_DFL:
+            signal.signal(number, _end_then_die)
+
+
+def _end_then_die(number: int, frame: object) -> None:
+    """End every process below this one, then die of the signal ``number`` as its default
+    action would (no handler, no thread, nothing else is waited for)."""
+    import signal
+
+    from mcs_host._descendants import end_descendants
+
+    end_descendants()
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+    os._exit(128 + number)  # not reached: the signal ends the process
 
 
 def _plain_list(args: list[str]) -> tuple[bool, list[str]] | None:

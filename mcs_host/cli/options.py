@@ -261,7 +261,8 @@ def _with_sets(loaded: HostConfig, sets: Sequence[str], path: Sequence[Path] | N
 def config_from_parent(command: str, child: str) -> HostConfig:
     """The configuration the parent host wrote for this child process (``command`` says
     which, in errors; ``child`` what it runs), taken out of the environment; and on Linux the
-    child is asked to end with its parent."""
+    child is asked to end with its parent, and made the parent of what the code it runs
+    orphans (a child subreaper), so that it can end all of it (:mod:`mcs_host._descendants`)."""
     from mcs_host.bridge.isolation import CONFIG_VARIABLE
     from mcs_host.loading.config import HostConfig
 
@@ -282,16 +283,29 @@ _PR_SET_PDEATHSIG = 1
 
 def _end_with_parent() -> None:
     """On Linux, ask for SIGTERM when the parent dies, so a child that hangs is not left
-    behind by a parent that was killed (elsewhere stdin's end is the only sign)."""
+    behind by a parent that was killed (elsewhere stdin's end is the only sign), and become
+    a child subreaper: a daemon the driver or server starts (``setsid`` and fork again)
+    stays below this process, which ends it when it ends (the command line's
+    :func:`~mcs_host.cli._launch._contain` and the signal handlers of ``serve``). A child
+    whose parent has died already exits at once."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
     import signal
     from contextlib import suppress
 
+    from mcs_host._descendants import become_subreaper
+
+    from ._launch import parent_at_start
+
+    become_subreaper()
     with suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() == 1:  # the parent is gone already
+    started_by = parent_at_start()
+    # against the parent at start when it is known: a host that runs as pid 1 (a
+    # container's) is a parent too, and an orphan goes to the nearest subreaper, not to 1
+    gone = os.getppid() == 1 if started_by is None else os.getppid() != started_by
+    if gone:
         raise SystemExit(0)
 
 

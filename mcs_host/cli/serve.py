@@ -13,13 +13,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
+
+from mcs_host._descendants import end_descendants, exit_now
 
 from ._stdout import protocol_files
 from .options import (
@@ -178,7 +180,7 @@ def serve_command(
         sys.stderr.write(SERVING)
         sys.stderr.flush()
     if address is None:
-        _serve_stdio(server)
+        _serve_stdio(server, child=isolated)
     else:
         _serve_http(server, *address, admission)
 
@@ -241,9 +243,11 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _serve_stdio(server: Server[Any]) -> None:
+def _serve_stdio(server: Server[Any], *, child: bool = False) -> None:
     """Serve until the client closes stdin, or SIGINT or SIGTERM ends it: exit 0 in all
-    three, the connection closed in order."""
+    three, the connection closed in order, within the grace period even while a call hangs.
+    An isolated driver's ``child`` ends all its driver started as it stops, on a signal at
+    once (:mod:`mcs_host._descendants`)."""
     import signal
 
     import anyio
@@ -255,12 +259,14 @@ def _serve_stdio(server: Server[Any]) -> None:
         if files is None:  # in-process: the SDK diverts descriptors 0 and 1 while it serves
             transport = stdio_server()
         else:
-            stdin, stdout = (anyio.wrap_file(file) for file in files)
-            transport = stdio_server(stdin=stdin, stdout=stdout)
+            stdin = anyio.wrap_file(cast("TextIO", _Ending(files[0], _exit_after_grace)))
+            transport = stdio_server(stdin=stdin, stdout=anyio.wrap_file(files[1]))
         async with transport as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     def stop(number: int, frame: object) -> None:
+        if child:  # this handler runs on the main thread, whatever a driver's thread does
+            exit_now()
         # unwind as Ctrl-C does; the thread that reads stdin cannot be interrupted, so the
         # process ends after a grace period even if it is still blocked there
         _exit_after_grace()
@@ -270,13 +276,31 @@ def _serve_stdio(server: Server[Any]) -> None:
     signal.signal(signal.SIGINT, stop)
     with suppress(KeyboardInterrupt):
         anyio.run(serve)
+    if child:  # the session is over: so is everything its driver started
+        end_descendants()
     # a driver's call that never returns holds a worker thread the interpreter would wait for
     _exit_after_grace()
 
 
+class _Ending:
+    """Stdin that calls ``ended`` at its end (a call that hangs keeps the session open)."""
+
+    def __init__(self, file: TextIO, ended: Callable[[], object]) -> None:
+        self._file, self._ended = file, ended
+
+    def readline(self, size: int = -1) -> str:
+        line = self._file.readline(size)
+        if not line:
+            self._ended()
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
 def _exit_after_grace() -> None:
-    """End the process after the grace period if the interpreter has not ended it by then."""
-    timer = threading.Timer(_GRACE, os._exit, (0,))
+    """End the process (and all below it) after the grace period, if it has not ended."""
+    timer = threading.Timer(_GRACE, exit_now)
     timer.daemon = True
     timer.start()
 

@@ -161,6 +161,12 @@ class DriverSettings(_Strict):
         description="Times in a row an isolated driver's process is started again after it "
         "failed, before the driver answers every call as failed.",
     )
+    max_result_mb: float = Field(
+        default=16,
+        gt=0,
+        description="The largest result (MiB of JSON) a call of this driver may send from its "
+        "own process when it runs isolated; a bigger one fails the call, naming this setting.",
+    )
 
 
 class MCPServerSettings(_Strict):
@@ -469,6 +475,7 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     "drivers.<label>.limits.cpu_seconds": _approval(_DRIVER_TABLE),
     "drivers.<label>.limits.open_files": _approval(_DRIVER_TABLE),
     "drivers.<label>.restarts": _approval("more restarts run a failing driver again"),
+    "drivers.<label>.max_result_mb": _approval(_DRIVER_TABLE),
     # how the host runs them
     "plugins": _only(True, "false turns the host plugins off: consent, audit, verify hooks"),
     "healthcheck": _only(False, "true runs each driver's healthcheck() before mounting"),
