@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mcs_host.contract import DriverMeta, Tool
@@ -291,13 +291,14 @@ class MCPToolDriver(MCSToolDriver):
 _OPEN: set[MCPToolDriver] = set()  # the drivers with a loop running, closed at exit
 
 
-@atexit.register
-def _close_open() -> None:
-    """At interpreter exit, close every driver still open at the same time: each server's
-    grace to exit runs beside the others', not after them."""
-    closing = [(driver, driver._begin_close()) for driver in list(_OPEN)]
+def close_together(drivers: Iterable[MCPToolDriver]) -> None:
+    """Close ``drivers`` at once: each server's grace to exit runs beside the others'."""
+    closing = [(driver, driver._begin_close()) for driver in drivers]
     for driver, started in closing:
         driver._finish_close(started)
+
+
+atexit.register(lambda: close_together(list(_OPEN)))  # at exit, every driver still open
 
 
 class _Session:
