@@ -173,8 +173,9 @@ class Child:
             self._loop.remove_reader(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        end_tree(self.pid)
-        end_marked(self.mark)  # what it orphaned when it died, wherever it went
+        if not self.ended:  # else end() has ended them already
+            end_tree(self.pid)
+            end_marked(self.mark)  # what it orphaned when it died, wherever it went
         try:
             _, status, usage = os.wait4(self.pid, 0)
             self.cpu = usage.ru_utime + usage.ru_stime
@@ -202,6 +203,7 @@ class Child:
         popen = self._popen = self._spawn()
         self.pid = popen.pid
         self._watch()
+        out: asyncio.BaseTransport | None = None
         try:
             reader = asyncio.StreamReader(limit=self.max_line)
             out, _ = await self._loop.connect_read_pipe(
@@ -210,6 +212,8 @@ class Child:
             pipe = _Pipe()
             into, _ = await self._loop.connect_write_pipe(lambda: pipe, popen.stdin)
         except BaseException:
+            if out is not None:
+                out.close()  # its stdout's descriptor with it
             self.end()
             raise
         read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)

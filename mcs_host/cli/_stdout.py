@@ -37,16 +37,18 @@ def claim(*, stdin: bool = False) -> None:
     if 1 in _private_fds:
         return
     try:
-        _private_fds[1] = _private(1)
+        out = _private(1)
     except OSError:
         return
-    _divert(1, lambda: os.dup(2), os.O_WRONLY)
     if stdin:
         try:
             _private_fds[0] = _private(0)
-        except OSError:
+        except OSError:  # no protocol without both: nothing is claimed
+            os.close(out)
             return
         _divert(0, lambda: os.open(os.devnull, os.O_RDONLY), os.O_RDONLY)
+    _private_fds[1] = out
+    _divert(1, lambda: os.dup(2), os.O_WRONLY)
 
 
 def write_document(text: str) -> None:

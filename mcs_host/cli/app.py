@@ -97,4 +97,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     only = args[0] if args and args[0] in {name for name, _, _ in COMMANDS} else None
+    if args == ["--version"]:
+        only = ""  # the root's option alone: no command's module is imported
     build(only)(args=args, prog_name="mcs-host")
