@@ -7,17 +7,23 @@ reason code, a message and per-stage timings). A driver that fails to import, ra
 in its constructor or ``list_tools``, or returns invalid tools is recorded and left out; every
 other driver still mounts. Strict mode turns any rejection or failure into an error, as does a
 required driver that does not mount. Drivers not asked for are never verified nor imported.
+Isolated drivers' children start side by side (at most :data:`_STARTS` at once), and every
+mount enters the orchestrator in the planned order.
+
+One module: the order of the pipeline, and each mount's record as its stages end, read best
+in one place.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcs_host.contract import Tool
 from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
@@ -48,6 +54,9 @@ from .records import (
     VerifyReport,
 )
 from .verify import installed_drivers, verify_installed
+
+if TYPE_CHECKING:
+    from mcs_host.bridge.isolation import IsolatedDriver
 
 __all__ = ["Host", "load_drivers"]
 
@@ -152,21 +161,29 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         text_formats=formats,
     )
     owned: list[Any] = []  # MCPToolDrivers: isolated drivers, MCP servers
-    for done, plan in enumerate(plans):
-        if progress is not None:
-            progress(done, len(plans), f"loading {plan.label}")
-        record, driver, tools = _mount(ctx, plan, found, labels)
-        if record.status == "mounted":
-            try:  # tools listed twice, a schema that cannot be checked
-                orchestrator.mount(plan.label, driver, tools)
-            except (ValueError, TypeError) as exc:
-                record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
-        if isolating.is_isolated(driver):
+    mounts: list[_Mounted | _Starting] = []
+    with ThreadPoolExecutor(_STARTS, thread_name_prefix="mcs-host start") as starts:
+        for done, plan in enumerate(plans):
+            if progress is not None:
+                progress(done, len(plans), f"loading {plan.label}")
+            mounts.append(_mount(ctx, plan, found, labels, starts))
+        # isolated drivers start side by side; all are mounted in the planned order
+        for mount in mounts:
+            record, driver, tools = mount if isinstance(mount, tuple) else _started(mount)
             if record.status == "mounted":
-                owned.append(driver)
-            else:
-                driver.close()
-        records.append(record)
+                try:  # tools listed twice, a schema that cannot be checked
+                    orchestrator.mount(record.label, driver, tools)
+                except (ValueError, TypeError) as exc:
+                    message = str(exc)
+                    record = replace(
+                        record, status="failed", reason="invalid-tools", message=message
+                    )
+            if isolating.is_isolated(driver):
+                if record.status == "mounted":
+                    owned.append(driver)
+                else:
+                    driver.close()
+            records.append(record)
     servers.mount_servers(ctx, orchestrator, labels, records, owned, progress)
     errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
     if config.strict:
@@ -192,10 +209,34 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     return Loaded(orchestrator, report, tuple(owned))
 
 
+_STARTS = 16
+"""Isolated drivers started at once, at most (each start waits on its child's process)."""
+
+_Mounted = tuple[LoadRecord, object, "tuple[Tool, ...] | None"]
+"""A mount's record, and its driver and tools when it mounted."""
+
+
+@dataclass(slots=True)
+class _Starting:
+    """An isolated driver whose child is starting: what its record needs once it has."""
+
+    record: LoadRecord
+    driver: IsolatedDriver
+    tools: Future[tuple[Tool, ...]]
+    began: float
+    timings: dict[str, float]
+    notes: list[str]
+
+
 def _mount(
-    ctx: stages.Context, plan: Plan, found: Discovery, labels: tuple[str, ...]
-) -> tuple[LoadRecord, object, tuple[Tool, ...] | None]:
-    """Run the stages for one mount: its record, and the driver and tools when mounted."""
+    ctx: stages.Context,
+    plan: Plan,
+    found: Discovery,
+    labels: tuple[str, ...],
+    starts: Executor,
+) -> _Mounted | _Starting:
+    """Run the stages for one mount: its record, and the driver and tools when mounted; an
+    isolated driver's child is started on ``starts``, and :func:`_started` waits for it."""
     candidates = found.get(plan.driver) if plan.driver is not None else ()
     candidate = candidates[0] if len(candidates) == 1 else None
     record = LoadRecord(
@@ -223,6 +264,11 @@ def _mount(
         obj, verification = _obtain(ctx, plan, candidates, found, timings, notes)
         if verification is not None:
             record = replace(record, verification=verification.status, trust=verification.trust)
+        if isolating.is_isolated(obj):
+            notes += stages.gate_findings(ctx, mark, own)[0]
+            began = time.perf_counter()
+            starting = starts.submit(isolating.start_isolated, obj)
+            return _Starting(record, obj, starting, began, timings, notes)
         driver, tools, health = _activate(
             ctx, plan, obj, record.version, verification, timings, notes
         )
@@ -232,33 +278,37 @@ def _mount(
             if refused is not None and ctx.refuse_unverified:
                 raise Refused("rejected", "import-refused", refused)
     except Refused as refusal:
-        notes += refusal.notes
         if refusal.reason != "import-refused":
             notes += stages.gate_findings(ctx, mark, own)[0]
-        if refusal.verification is not None:
-            verified = refusal.verification
-            record = replace(record, verification=verified.status, trust=verified.trust)
-        refused_record = replace(
-            record,
-            status=refusal.status,
-            reason=refusal.reason,
-            message=refusal.message,
-            timings=timings,
-            traceback=refusal.trace,
-            warnings=tuple(dict.fromkeys(notes)),
-        )
-        return refused_record, None, None
+        return _refused(record, refusal, timings, notes)
     except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
-        message = f"loading it raised {stages.summary(exc)}"
-        failed = replace(
-            record,
-            reason="host-error",
-            message=message,
-            traceback=stages.trace(exc),
-            timings=timings,
-            warnings=tuple(dict.fromkeys(notes)),
-        )
-        return failed, None, None
+        return _failed(record, exc, timings, notes)
+    return _mounted(record, driver, tools, timings, notes, health)
+
+
+def _started(starting: _Starting) -> _Mounted:
+    """Wait for the isolated driver's child to start and list its tools: the mount."""
+    record, timings, notes = starting.record, starting.timings, starting.notes
+    try:
+        tools = starting.tools.result()
+    except Refused as refusal:
+        return _refused(record, refusal, timings, notes)
+    except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
+        starting.driver.close()
+        return _failed(record, exc, timings, notes)
+    finally:
+        timings["start"] = time.perf_counter() - starting.began
+    return _mounted(record, starting.driver, tools, timings, notes, starting.driver.health)
+
+
+def _mounted(
+    record: LoadRecord,
+    driver: object,
+    tools: tuple[Tool, ...] | None,
+    timings: dict[str, float],
+    notes: list[str],
+    health: Any,
+) -> _Mounted:
     message = f"{len(tools)} tools" if tools is not None else "chained as a standalone driver"
     mounted = replace(
         record,
@@ -272,6 +322,39 @@ def _mount(
         isolation="process" if isolating.is_isolated(driver) else None,
     )
     return mounted, driver, tools
+
+
+def _refused(
+    record: LoadRecord, refusal: Refused, timings: dict[str, float], notes: list[str]
+) -> _Mounted:
+    notes = [*notes, *refusal.notes]
+    if refusal.verification is not None:
+        verified = refusal.verification
+        record = replace(record, verification=verified.status, trust=verified.trust)
+    refused = replace(
+        record,
+        status=refusal.status,
+        reason=refusal.reason,
+        message=refusal.message,
+        timings=timings,
+        traceback=refusal.trace,
+        warnings=tuple(dict.fromkeys(notes)),
+    )
+    return refused, None, None
+
+
+def _failed(
+    record: LoadRecord, exc: BaseException, timings: dict[str, float], notes: list[str]
+) -> _Mounted:
+    failed = replace(
+        record,
+        reason="host-error",
+        message=f"loading it raised {stages.summary(exc)}",
+        traceback=stages.trace(exc),
+        timings=timings,
+        warnings=tuple(dict.fromkeys(notes)),
+    )
+    return failed, None, None
 
 
 def _obtain(
@@ -313,13 +396,9 @@ def _activate(
     timings: dict[str, float],
     notes: list[str],
 ) -> tuple[object, tuple[Tool, ...] | None, Any]:
-    """The driver made from ``obj``, checked, started, healthy, and its tools; an isolated
-    driver's child does all but the last itself, when its tools are first listed."""
+    """The driver made from ``obj`` in this process, checked, started, healthy, and its
+    tools."""
     timeout = plan.settings.timeout or ctx.config.timeout
-    if isolating.is_isolated(obj):
-        with _timed(timings, "start"):
-            started = isolating.start_isolated(obj)
-        return obj, started, obj.health
     with _timed(timings, "instantiate"):
         driver = stages.instantiate(obj, plan.settings, timeout)
     with _timed(timings, "check"):
