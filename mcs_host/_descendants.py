@@ -26,10 +26,14 @@ __all__ = [
     "end_marked",
     "end_tree",
     "exit_now",
+    "show_as",
 ]
 
 MARK = "MCS_HOST_TREE"
 """The environment variable that marks every process started under one child of the host."""
+UNMARKED = "0" * 32
+"""The value of :data:`MARK` a process that forks children begins with, for
+:func:`show_as` to write a child's own mark over (a mark is as long: 32 hex digits)."""
 
 _PR_SET_CHILD_SUBREAPER = 36
 """Linux's ``prctl`` option: orphaned descendants are reparented to this process."""
@@ -159,3 +163,29 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+def show_as(argv: list[str], mark: str) -> bool:
+    """Make ``/proc`` show this process as running ``argv`` and carrying ``mark`` (Linux),
+    for a process forked from one that began with ``MARK=UNMARKED`` in its environment and
+    room in its command line: both are written in place, in the memory the kernel reads
+    ``/proc/PID/cmdline`` and ``/proc/PID/environ`` from (what a process it forks inherits,
+    too); ``argv`` is cut to the room there is. Whether the mark was written."""
+    try:
+        with open("/proc/self/stat", "rb") as file:
+            fields = file.read().rpartition(b")")[2].split()
+        arg_start, arg_end, env_start, env_end = (int(x) for x in fields[45:49])
+    except (OSError, ValueError):
+        return False
+    import ctypes  # noqa: PLC0415 - Linux only
+
+    placeholder = f"{MARK}={UNMARKED}".encode()
+    environment = ctypes.string_at(env_start, env_end - env_start)
+    at = (b"\0" + environment).find(b"\0" + placeholder + b"\0")  # where it begins in it
+    if at < 0 or len(mark) != len(UNMARKED):
+        return False
+    ctypes.memmove(env_start + at + len(MARK) + 1, mark.encode(), len(mark))
+    room = arg_end - arg_start
+    line = b"\0".join(a.encode() for a in argv)[: room - 1]
+    ctypes.memmove(arg_start, line.ljust(room, b"\0"), room)
+    return True

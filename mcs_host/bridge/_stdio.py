@@ -17,7 +17,11 @@ before its tree can be read), and reaps it with its resource use: :meth:`Child.h
 it ended (``killed by SIGSEGV``, ``exited with status 0``) and :attr:`Child.cpu` what CPU
 time it used. :meth:`Child.end` ends it at once (SIGKILL to it, its group and its descendants);
 leaving the link closes its stdin and gives it :data:`GRACE` seconds to exit by itself
-first, unless it was ended already.
+first, unless it was ended already. A child with ``fork`` arguments is forked by the host's
+fork server where there is one (:mod:`._forks`), which reaps it when the host asks.
+
+One module: the process and its link share one state (its pid, its exit, the event loop
+that reaps it), which a split would pass back and forth.
 """
 
 from __future__ import annotations
@@ -27,12 +31,15 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import IO, Any
 
 from mcs_host._descendants import MARK, end_marked, end_tree
+
+from . import _forks
 
 __all__: list[str] = []  # the client's transport; nothing public
 
@@ -48,6 +55,8 @@ SETTLE = 2.0
 """Seconds to wait for the exit of a process whose output ended, to say how it ended."""
 _POLL = 0.05
 """Seconds between looks at a process's state where there is no pidfd."""
+_UNKNOWN = -1
+"""The status of a process its fork server did not report (it has gone)."""
 
 
 class Child:
@@ -63,8 +72,12 @@ class Child:
         cwd: str | None = None,
         errlog: IO[Any] | None = None,
         max_line: int,
+        fork: Sequence[str] | None = None,
     ) -> None:
         self.argv = tuple(argv)
+        self.fork = tuple(fork) if fork is not None else None
+        """The arguments of ``python -I -m mcs_host`` that ``argv`` runs, to have the fork
+        server start it (:mod:`._forks`); None: ``argv`` is started as it is."""
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.errlog = errlog
@@ -83,6 +96,8 @@ class Child:
         self.mark = secrets.token_hex(16)
         """The value of :data:`~mcs_host._descendants.MARK` its processes inherit."""
         self._popen: subprocess.Popen[bytes] | None = None
+        self._channel: socket.socket | None = None
+        """The socket to have the fork server reap it, when the fork server started it."""
         self._exited: asyncio.Event | None = None
         self._pidfd: int | None = None
         self._poller: asyncio.Task[None] | None = None
@@ -100,6 +115,8 @@ class Child:
         call`` when it exited ``during`` one); ``None`` while it runs or before it starts."""
         if self.status is None:
             return None
+        if self.status == _UNKNOWN:
+            return "ended; how is not known (its fork server did not say)"
         code = os.waitstatus_to_exitcode(self.status)
         if self.ended and code == -signal.SIGKILL:
             return "ended by the host, with SIGKILL"  # for another call, or to close it
@@ -110,7 +127,7 @@ class Child:
     @property
     def killed_by(self) -> int | None:
         """The signal that killed it, once reaped."""
-        if self.status is None:
+        if self.status is None or self.status == _UNKNOWN:
             return None
         code = os.waitstatus_to_exitcode(self.status)
         return -code if code < 0 else None
@@ -132,18 +149,50 @@ class Child:
             await asyncio.wait_for(self._exited.wait(), timeout)
         return self._exited.is_set()
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _spawn(self) -> tuple[IO[bytes], IO[bytes]]:
+        """Start it, by the fork server if it has ``fork`` arguments and there is one, else
+        as a process of its own: its stdin and stdout."""
         from mcp.client.stdio import get_default_environment  # noqa: PLC0415 - the mcp extra
 
-        return subprocess.Popen(
+        env = get_default_environment() | (self.env or {}) | {MARK: self.mark}
+        if self.fork is not None:
+            started = self._fork(env)
+            if started is not None:
+                return started
+        popen = self._popen = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errlog if self.errlog is not None else _stderr(),
-            env=get_default_environment() | (self.env or {}) | {MARK: self.mark},
+            env=env,
             cwd=self.cwd,
             start_new_session=True,  # a process group of its own, which end_tree ends
         )
+        self.pid = popen.pid
+        assert popen.stdin is not None
+        assert popen.stdout is not None
+        return popen.stdin, popen.stdout
+
+    def _fork(self, env: dict[str, str]) -> tuple[IO[bytes], IO[bytes]] | None:
+        """Have the fork server start it (in a session of its own): its stdin and stdout,
+        or None when there is no fork server to ask."""
+        assert self.fork is not None
+        errlog = self.errlog if self.errlog is not None else _stderr()
+        err = errlog.fileno() if errlog is not None else 2
+        stdin, into = os.pipe()
+        out, stdout = os.pipe()
+        try:
+            stdio = (stdin, stdout, err)
+            started = _forks.spawn(list(self.fork), env, self.cwd or os.getcwd(), stdio)
+        finally:
+            os.close(stdin)
+            os.close(stdout)
+        if started is None:
+            os.close(into)
+            os.close(out)
+            return None
+        self.pid, self._channel = started
+        return open(into, "wb", buffering=0), open(out, "rb", buffering=0)
 
     def _watch(self) -> None:
         """Learn of the exit when it happens: a pidfd on Linux, else a poll."""
@@ -176,13 +225,18 @@ class Child:
         if not self.ended:  # else end() has ended them already
             end_tree(self.pid)
             end_marked(self.mark)  # what it orphaned when it died, wherever it went
-        try:
-            _, status, usage = os.wait4(self.pid, 0)
-            self.cpu = usage.ru_utime + usage.ru_stime
-        except (ChildProcessError, AttributeError):  # reaped elsewhere, or no wait4
-            assert self._popen is not None
-            code = self._popen.wait()
-            status = (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
+        if self._channel is not None:  # the fork server's child: it reaps it
+            reaped = _forks.reap(self._channel)
+            self._channel = None
+            status, self.cpu = reaped if reaped is not None else (_UNKNOWN, 0.0)
+        else:
+            try:
+                _, status, usage = os.wait4(self.pid, 0)
+                self.cpu = usage.ru_utime + usage.ru_stime
+            except (ChildProcessError, AttributeError):  # reaped elsewhere, or no wait4
+                assert self._popen is not None
+                code = self._popen.wait()
+                status = (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
         self.status = status
         if self._popen is not None:  # Popen must not wait for it again
             self._popen.returncode = os.waitstatus_to_exitcode(status)
@@ -200,17 +254,16 @@ class Child:
         from mcp.shared.message import SessionMessage  # noqa: PLC0415
 
         self._loop = asyncio.get_running_loop()
-        popen = self._popen = self._spawn()
-        self.pid = popen.pid
+        stdin, stdout = self._spawn()
         self._watch()
         out: asyncio.BaseTransport | None = None
         try:
             reader = asyncio.StreamReader(limit=self.max_line)
             out, _ = await self._loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), popen.stdout
+                lambda: asyncio.StreamReaderProtocol(reader), stdout
             )
             pipe = _Pipe()
-            into, _ = await self._loop.connect_write_pipe(lambda: pipe, popen.stdin)
+            into, _ = await self._loop.connect_write_pipe(lambda: pipe, stdin)
         except BaseException:
             if out is not None:
                 out.close()  # its stdout's descriptor with it

@@ -34,7 +34,7 @@ from typing import Any
 
 from mcs_host.contract import DriverMeta
 
-from . import _stdio
+from . import _forks, _stdio
 from .client import MCPToolDriver, _Session
 from .server import LINK_KEY, META_KEY, megabytes
 
@@ -182,6 +182,8 @@ class IsolatedDriver(_Child):
         )
         self.label = label
         self.meta = meta
+        self._args = command[4:]  # what follows ``python -I -m mcs_host``
+        _forks.warm()
         settings = _mount(config, label)
         bound = settings.get("max_result_mb", MAX_RESULT_MB)
         self.max_result_mb = float(bound) if isinstance(bound, int | float) else MAX_RESULT_MB
@@ -190,6 +192,13 @@ class IsolatedDriver(_Child):
         self._limits = dict(limits) if isinstance(limits, dict) else {}
         size = int(self.max_result_mb * 2**20)
         self._max_line = size + size // 8 + 2**20  # room for the envelope and escapes
+
+    def _target(self) -> str | _stdio.Child:
+        """Its process, to be started by the host's fork server where there is one."""
+        child = super()._target()
+        if isinstance(child, _stdio.Child):
+            child.fork = tuple(self._args)
+        return child
 
     def _request_meta(self) -> dict[str, Any]:
         return {LINK_KEY: {"max_result_mb": self.max_result_mb, "label": self.label}}

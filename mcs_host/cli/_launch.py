@@ -22,6 +22,10 @@ keeps what they start within its reach on Linux (:func:`_contain`): the process 
 child subreaper, so what they orphan (a daemon that called ``setsid``) is handed to it, and
 every process left below it is ended when it exits, by an exception, SIGTERM or SIGHUP.
 Only this process: an application that loads drivers through the API is never made one.
+
+``fork-server FD`` (started by a host, never by a user) is the host's fork server
+(:mod:`._forkserver`), locked down as ``serve`` is; each child it forks goes on here as the
+command line the host gave it (``serve --isolated LABEL``), as if started with it.
 """
 
 import os
@@ -39,7 +43,7 @@ _RUNS_DRIVER_CODE = frozenset({"check"})
 _CONTAINS = frozenset({"call", "run", "load", "serve", "run-server", "check"})
 """Commands that run drivers' (or a server's) code, and end what it started when they exit
 (``verify`` too, with ``--live``)."""
-_EXTRAS = {"serve": ("mcp",), "run-server": ("mcp",)}
+_EXTRAS = {"serve": ("mcp",), "run-server": ("mcp",), "fork-server": ("mcp",)}
 """The host's extras a command needs from its start: their installed requirements count as
 the host's own in that command's process (a load grants ``mcp`` too, once it mounts a driver
 over MCP)."""
@@ -63,6 +67,11 @@ def main(argv: list[str] | None = None) -> None:
     _claim_stdout(args)
     if not (args and args[0] in _RUNS_DRIVER_CODE):
         _isolate(_EXTRAS.get(args[0], ()) if args else ())
+    if args[:1] == ["fork-server"] and len(args) in (2, 3) and args[1].isdigit():
+        from ._forkserver import serve
+
+        main(serve(int(args[1])))  # returns only in a child, with the command line it runs
+        return
     _contain(args)
     plain = _plain_list(args)
     if plain is None:
