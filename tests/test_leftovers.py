@@ -93,7 +93,7 @@ TOOLS = ("plain", "nested", "starve", "caught")
 DETAILS = {
     "plain": "plain failed: ValueError: the record is broken",
     "nested": "nested failed: RuntimeError: deep down",
-    "starve": "starve failed: MemoryError: ",
+    "starve": "starve failed: MemoryError",
     "caught": "caught failed: LookupError: no luck: 'missing'",
 }
 META = DriverMeta(id="leaky-0001", name="leaky", version="1.0.0")
@@ -480,6 +480,7 @@ def test_an_isolated_call_that_ran_out_of_memory_leaves_the_next_call_its_memory
     assert last[2] == first[2]  # one process made every call
     assert hog[0]
     assert "MemoryError" in hog[1]
+    assert "its process is limited to memory_mb = 1024" in hog[1]
     assert take == [False, None, 50 * 2**20]  # what the failed call took was let go
 
 

@@ -24,6 +24,7 @@ not be longer than that bound with room for the envelope (an eighth more, and 1 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcs_host.contract import DriverMeta
+from mcs_host.interfaces import ToolError
 
 from . import _forks, _stdio
 from .client import MCPToolDriver, _Session
@@ -202,6 +204,24 @@ class IsolatedDriver(_Child):
 
     def _request_meta(self) -> dict[str, Any]:
         return {LINK_KEY: {"max_result_mb": self.max_result_mb, "label": self.label}}
+
+    async def _call(
+        self,
+        session: _Session,
+        tool_name: str,
+        arguments: dict[str, Any],
+        caller: contextvars.Context,
+    ) -> Any:
+        """The call; a ``MemoryError`` in a process with a memory limit names the limit."""
+        try:
+            return await super()._call(session, tool_name, arguments, caller)
+        except ToolError as exc:
+            memory = self._limits.get("memory_mb")
+            said = str(exc)
+            if isinstance(memory, int | float) and "MemoryError" in said:
+                limit = f"its process is limited to memory_mb = {memory:g}"
+                raise ToolError(f"{said} ({limit})") from None
+            raise
 
     def _overrun(self, child: _stdio.Child) -> str:
         return (

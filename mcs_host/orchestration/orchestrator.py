@@ -613,8 +613,10 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
             return str(error)
         if isinstance(error, SystemExit):
             return f"{call.name} failed: it called sys.exit({error.code!r})"
-        kind = "" if isinstance(error, ToolError) else f"{type(error).__name__}: "
-        return f"{call.name} failed: {kind}{error}"
+        text = str(error)
+        if isinstance(error, ToolError) and text:
+            return f"{call.name} failed: {text}"
+        return f"{call.name} failed: {type(error).__name__}" + (f": {text}" if text else "")
 
     def _retry_prompt(self, failures: Sequence[_Failure]) -> str:
         if all(f.denied for f in failures):
