@@ -7,11 +7,15 @@
 Sets up ``.venvs/bench`` with this checkout's mcs-host and the bundled drivers (installed as a
 user installs them, not editable) plus the peers measured against it: stevedore, and the
 reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a dependency of
-mcs-host). Then runs, each in that venv, scripts/bench_discovery.py, bench_cli.py,
+mcs-host), and flit_core to build the isolation scripts' drivers. Then runs, each in that
+venv, scripts/bench_discovery.py, bench_cli.py,
 bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
 bench_scale.py, bench_wheels.py, bench_import.py and bench_csv.py, and prints their tables
-and every budget with its verdict. ``--readme`` replaces the text between the
-``bench:begin`` and ``bench:end`` markers of README.md with the report.
+and every budget with its verdict; then the isolation section's: bench_isolation_start.py,
+bench_isolation_results.py and bench_isolation_faults.py (``--only main`` or ``--only
+isolation`` runs one of the two). ``--readme`` replaces the text between the
+``bench:begin`` and ``bench:end`` markers of README.md with the first report, and between
+``isolation:begin`` and ``isolation:end`` with the second.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venvs" / "bench"
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
 PEERS = ["stevedore==5.10.0", "mcs-orchestrator-base==0.2.0", "mcs-driver-core==0.4.1"]
+TOOLS = ["flit_core>=3.9,<5"]
+"""What the isolation scripts build their drivers' wheels with."""
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 SCRIPTS = {
@@ -47,6 +53,13 @@ SCRIPTS = {
     "bench_import.py": (["--repeat", "15"], ["--repeat", "3"]),
     "bench_csv.py": (["--mib", "60", "--repeat", "3"], ["--mib", "8", "--repeat", "1"]),
 }
+ISOLATION = {
+    "bench_isolation_start.py": (["--repeat", "5"], ["--repeat", "1", "--count", "4"]),
+    "bench_isolation_results.py": (["--repeat", "3"], ["--repeat", "1", "--sizes", "2,10"]),
+    "bench_isolation_faults.py": (["--repeat", "1"], ["--repeat", "1"]),
+}
+"""Written into the README's section on isolation, between its own markers."""
+ISOLATION_BEGIN, ISOLATION_END = "<!-- isolation:begin -->", "<!-- isolation:end -->"
 
 
 def setup() -> Path:
@@ -57,7 +70,7 @@ def setup() -> Path:
         venv.create(VENV, with_pip=True)
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     pip = [str(python), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, *PEERS], check=True, env=env)
+    subprocess.run([*pip, *PEERS, *TOOLS], check=True, env=env)
     # this checkout's code, reinstalled every run: the version number does not change
     local = [".[mcp]", *(str(p.relative_to(ROOT)) for p in PLUGINS)]
     subprocess.run([*pip, "--force-reinstall", "--no-deps", *local], cwd=ROOT, check=True, env=env)
@@ -69,19 +82,51 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--readme", action="store_true", help="write the report into README.md")
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller sizes")
+    parser.add_argument(
+        "--only",
+        choices=("all", "main", "isolation"),
+        default="all",
+        help="run the main report's scripts, or the isolation section's, or both",
+    )
     args = parser.parse_args()
     python = setup()
+    blocks = []
+    if args.only in ("all", "main"):
+        blocks.append((SCRIPTS, BEGIN, END))
+    if args.only in ("all", "isolation"):
+        blocks.append((ISOLATION, ISOLATION_BEGIN, ISOLATION_END))
+    texts = []
+    for scripts, begin, end in blocks:
+        text = report(python, scripts, args.quick)
+        if text is None:
+            return 1
+        print(text)
+        texts.append((begin, end, text))
+    if args.readme:
+        readme = ROOT / "README.md"
+        current = readme.read_text(encoding="utf-8")
+        for begin, end, text in texts:
+            if begin not in current or end not in current:
+                print(f"README.md has no {begin} ... {end} block", file=sys.stderr)
+                return 1
+            head, _, rest = current.partition(begin)
+            current = f"{head}{begin}\n{text}{end}{rest.partition(end)[2]}"
+        readme.write_text(current, encoding="utf-8")
+        print("wrote the report into README.md", file=sys.stderr)
+    return 0
+
+
+def report(
+    python: Path, scripts: dict[str, tuple[list[str], list[str]]], quick: bool
+) -> str | None:
+    """Run ``scripts`` in the bench venv: their sections and budgets as Markdown (None: one
+    failed, and said why on stderr)."""
     sections = []
     started = time.monotonic()
-    for script, (full, quick) in SCRIPTS.items():
+    for script, (full, fewer) in scripts.items():
         print(f"running {script}", file=sys.stderr, flush=True)
         done = subprocess.run(
-            [
-                str(python),
-                str(ROOT / "scripts" / script),
-                "--json",
-                *(quick if args.quick else full),
-            ],
+            [str(python), str(ROOT / "scripts" / script), "--json", *(fewer if quick else full)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -89,31 +134,20 @@ def main() -> int:
         )
         if done.returncode:
             print(done.stdout + done.stderr, file=sys.stderr)
-            return 1
+            return None
         sections.append(json.loads(done.stdout))
-    report = [
-        f"`python3.11 scripts/bench.py` on {sections[0]['machine']}; "
-        f"{time.monotonic() - started:.0f} s" + (" (--quick)" if args.quick else "") + ".",
+    names = " ".join(f"`{s}`" for s in scripts) if scripts is ISOLATION else "`scripts/bench.py`"
+    lines = [
+        f"{names} on {sections[0]['machine']}; "
+        f"{time.monotonic() - started:.0f} s" + (" (--quick)" if quick else "") + ".",
         "",
     ]
     for section in sections:
-        report += [f"#### {section['title']}", "", *section["markdown"], ""]
+        lines += [f"#### {section['title']}", "", *section["markdown"], ""]
     budgets = [b for section in sections for b in section["budgets"]]
-    report += ["#### Budgets", ""]
-    report += [f"- {b['line']}" for b in budgets]
-    text = "\n".join(report) + "\n"
-    print(text)
-    if args.readme:
-        readme = ROOT / "README.md"
-        current = readme.read_text(encoding="utf-8")
-        if BEGIN not in current or END not in current:
-            print(f"README.md has no {BEGIN} ... {END} block", file=sys.stderr)
-            return 1
-        head, _, rest = current.partition(BEGIN)
-        tail = rest.partition(END)[2]
-        readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
-        print("wrote the report into README.md", file=sys.stderr)
-    return 0
+    lines += ["#### Budgets", ""]
+    lines += [f"- {b['line']}" for b in budgets]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -111,7 +111,8 @@ def test_every_command_help_names_its_arguments_with_placeholders() -> None:
 def test_the_exit_codes_are_the_same_in_the_readme_and_in_help() -> None:
     from mcs_host.cli.app import EXIT_CODES
 
-    rows = re.findall(r"^\| ([0-2]) \| (.+) \|$", README, flags=re.MULTILINE)
+    table = README.partition("| exit | meaning |\n|---|---|\n")[2].partition("\n\n")[0]
+    rows = re.findall(r"^\| ([0-2]) \| (.+) \|$", table, flags=re.MULTILINE)
     assert rows == [(code, meaning) for code, meaning in EXIT_CODES]
     script = Path(sys.executable).parent / "mcs-host"
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
