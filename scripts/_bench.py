@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,54 @@ def emit(title: str, markdown: list[str], budgets: list[Budget], as_json: bool) 
         for budget in budgets:
             print(f"- {budget.line()}")
     sys.stdout.flush()
+
+
+def install_pinned_driver(
+    directory: Path,
+    package: str,
+    files: dict[str, str],
+    *,
+    driver_id: str,
+    label: str,
+) -> tuple[Path, Path]:
+    """Build the driver project ``files`` (paths under the project, ``pyproject.toml``
+    among them; its distribution is ``package`` with dashes, version 1.0.0, the class
+    ``package:Driver``) with flit_core, install its wheel into ``directory/site`` and pin it
+    as ``label`` in a registry of its own: (the site directory, the registry)."""
+    from mcs_host.trust.registry import REGISTRY_FORMAT  # noqa: PLC0415 - the host's
+    from mcs_host.trust.release import release_from_wheel  # noqa: PLC0415
+
+    source = directory / "src"
+    for name, text in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    hook = "import sys, flit_core.buildapi as b; print(b.build_wheel(sys.argv[1]))"
+    wheels = directory / "wheels"
+    wheels.mkdir()
+    built = subprocess.run(
+        [sys.executable, "-c", hook, str(wheels)],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    wheel = wheels / built.stdout.strip().splitlines()[-1]
+    target = directory / "site"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
+            *("--disable-pip-version-check", "--target", str(target), str(wheel)),
+        ],
+        check=True,
+    )
+    pin = release_from_wheel(wheel).pin().model_dump(mode="json", exclude_none=True)
+    entry = {
+        "distribution": package.replace("_", "-"),
+        "label": label,
+        "object": f"{package}:Driver",
+        "trust": "community",
+        "releases": {"1.0.0": pin},
+    }
+    registry = directory / "registry.json"
+    registry.write_text(json.dumps({"format": REGISTRY_FORMAT, "drivers": {driver_id: entry}}))
+    return target, registry

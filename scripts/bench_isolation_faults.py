@@ -57,12 +57,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-from _bench import Budget, emit
+from _bench import Budget, emit, install_pinned_driver
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
-from mcs_host.trust.registry import REGISTRY_FORMAT
-from mcs_host.trust.release import release_from_wheel
 
 DRIVER_ID = "7c1f0000-0000-4000-8000-00000000fa17"
 LABEL = "faults"
@@ -248,41 +245,12 @@ PATHS = ("call", "run", "serve")
 
 def install_driver(directory: Path) -> tuple[Path, Path]:
     """Build, install and pin the driver: (the directory it is installed in, the registry)."""
-    source = directory / "src"
-    (source / "bench_faults").mkdir(parents=True)
-    (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "bench_faults" / "__init__.py").write_text(SOURCE)
-    (source / "bench_faults" / "mcs-driver.json").write_text(json.dumps(MANIFEST))
-    hook = "import sys, flit_core.buildapi as b; print(b.build_wheel(sys.argv[1]))"
-    wheels = directory / "wheels"
-    wheels.mkdir()
-    built = subprocess.run(
-        [sys.executable, "-c", hook, str(wheels)],
-        cwd=source,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    wheel = wheels / built.stdout.strip().splitlines()[-1]
-    target = directory / "site"
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
-            *("--disable-pip-version-check", "--target", str(target), str(wheel)),
-        ],
-        check=True,
-    )
-    pin = release_from_wheel(wheel).pin().model_dump(mode="json", exclude_none=True)
-    entry = {
-        "distribution": "bench-faults",
-        "label": LABEL,
-        "object": "bench_faults:Driver",
-        "trust": "community",
-        "releases": {"1.0.0": pin},
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "bench_faults/__init__.py": SOURCE,
+        "bench_faults/mcs-driver.json": json.dumps(MANIFEST),
     }
-    registry = directory / "registry.json"
-    registry.write_text(json.dumps({"format": REGISTRY_FORMAT, "drivers": {DRIVER_ID: entry}}))
-    return target, registry
+    return install_pinned_driver(directory, "bench_faults", files, driver_id=DRIVER_ID, label=LABEL)
 
 
 # -- a host process, watched -------------------------------------------------------------------

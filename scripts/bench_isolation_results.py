@@ -19,17 +19,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _bench import Budget, emit
+from _bench import Budget, emit, install_pinned_driver
 
 from mcs_host import load_drivers
-from mcs_host.trust.registry import REGISTRY_FORMAT
-from mcs_host.trust.release import release_from_wheel
 
 DRIVER_ID = "7c1f0000-0000-4000-8000-00000000b1b5"
 SOURCE = """\
@@ -79,41 +76,14 @@ results = "bench_results:Driver"
 
 def install_driver(directory: Path) -> tuple[Path, Path]:
     """Build, install and pin the driver: (the directory it is installed in, the registry)."""
-    source = directory / "src"
-    (source / "bench_results").mkdir(parents=True)
-    (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "bench_results" / "__init__.py").write_text(SOURCE)
-    (source / "bench_results" / "mcs-driver.json").write_text(json.dumps(MANIFEST))
-    hook = "import sys, flit_core.buildapi as b; print(b.build_wheel(sys.argv[1]))"
-    wheels = directory / "wheels"
-    wheels.mkdir()
-    built = subprocess.run(
-        [sys.executable, "-c", hook, str(wheels)],
-        cwd=source,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    wheel = wheels / built.stdout.strip().splitlines()[-1]
-    target = directory / "site"
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
-            *("--disable-pip-version-check", "--target", str(target), str(wheel)),
-        ],
-        check=True,
-    )
-    pin = release_from_wheel(wheel).pin().model_dump(mode="json", exclude_none=True)
-    entry = {
-        "distribution": "bench-results",
-        "label": "results",
-        "object": "bench_results:Driver",
-        "trust": "community",
-        "releases": {"1.0.0": pin},
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "bench_results/__init__.py": SOURCE,
+        "bench_results/mcs-driver.json": json.dumps(MANIFEST),
     }
-    registry = directory / "registry.json"
-    registry.write_text(json.dumps({"format": REGISTRY_FORMAT, "drivers": {DRIVER_ID: entry}}))
-    return target, registry
+    return install_pinned_driver(
+        directory, "bench_results", files, driver_id=DRIVER_ID, label="results"
+    )
 
 
 def timings(config: Path, target: Path, sizes: list[float], repeat: int) -> list[float]:
