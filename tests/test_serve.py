@@ -170,7 +170,11 @@ def test_stdio_lists_every_tool_with_its_schema_and_trust_facts(scene: dict[str,
     info, instructions, listed = session(stdio(scene), work)
     assert info is not None
     assert info.name == "mcs-host"
-    assert "read_csv_head" in (instructions or "")  # the stack's system message
+    # the short system message of a client that calls tools natively: no schema again
+    assert instructions is not None
+    assert "Use the tools you are given" in instructions
+    assert "read_csv_head" not in instructions
+    assert len(instructions.encode()) < 1024
     tools = {tool.name: tool for tool in listed.tools}
     assert {"read_csv_head", "summarize_column", "read_file", "shout", "fail"} <= set(tools)
     csv = tools["read_csv_head"]
@@ -181,6 +185,35 @@ def test_stdio_lists_every_tool_with_its_schema_and_trust_facts(scene: dict[str,
     assert facts["distribution"] == "mcs-host-csv"
     assert (facts["verification"], facts["trust"]) == ("pinned", "verified")
     assert tools["shout"].meta["io.mcs-host/driver"]["verification"] == "pinned"
+
+
+@pytest.mark.parametrize(
+    ("choice", "says"),
+    [("text", "read_csv_head"), ("none", None), ("native", "Use the tools you are given")],
+)
+def test_the_instructions_are_the_text_protocol_or_none_when_asked(
+    scene: dict[str, Any], choice: str, says: str | None
+) -> None:
+    async def work(client: Client) -> Any:
+        return client.instructions
+
+    instructions = session(stdio(scene, "--instructions", choice), work)
+    if says is None:
+        assert not instructions
+    else:
+        assert says in (instructions or "")
+    if choice == "text":  # every tool's schema, as a model without native tools needs
+        assert '"summarize_column"' in (instructions or "")
+
+
+def test_serve_refuses_instructions_it_does_not_know(scene: dict[str, Any]) -> None:
+    venv: Venv = scene["venv"]
+    done = venv.run(
+        "mcs-host", "serve", "--config", scene["config"], "--instructions", "all",
+        env=environment(scene),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "'all': give native, text or none" in done.stderr
 
 
 def test_stdio_calls_run_through_the_orchestrator(scene: dict[str, Any]) -> None:

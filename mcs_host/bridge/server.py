@@ -10,7 +10,8 @@ descriptor 1 at stderr for its whole life and hands the SDK the real stdin and s
 (``mcs_host.cli._stdout``), so the instructions may be built and the tools run here as they are.
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
 travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
-the stack's system message. A result that is a JSON object is the structured content; any
+the stack's short system message for a client that calls tools natively (or the whole text
+protocol, or none). A result that is a JSON object is the structured content; any
 other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_meta``. A
 client gets it twice, as the spec asks: that JSON in a text block too. A parent host says so
 in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it reads structured
@@ -60,6 +61,8 @@ LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The Host values a server on a loopback address admits (any port)."""
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 """The Origin values a server on a loopback address admits (any port)."""
+INSTRUCTIONS = ("native", "text", "none")
+"""What a server's instructions may be (:func:`mcp_server`)."""
 _TOKEN_LIMIT = 4096
 """The most bytes a token file may hold."""
 
@@ -70,12 +73,19 @@ def mcp_server(
     *,
     name: str = "mcs-host",
     model: str | None = None,
+    instructions: str = "native",
 ) -> Server[Any]:
     """An MCP server (the SDK's low-level ``Server``) offering the tools of ``stack``.
 
     ``records`` are the load report's mounts: their trust facts go into each tool's
-    ``_meta``. ``model`` picks the system message rendering the instructions carry.
+    ``_meta``. ``instructions`` says what the server's instructions are: ``native`` (the
+    default) the short system message of a client that calls tools natively, as MCP clients
+    do (:meth:`~mcs_host.Orchestrator.get_driver_context`); ``text`` the whole text
+    protocol, every tool's schema in it, rendered for ``model``
+    (:meth:`~mcs_host.Orchestrator.get_driver_system_message`); ``none`` nothing.
     """
+    if instructions not in INSTRUCTIONS:
+        raise ValueError(f"instructions {instructions!r}: give one of {', '.join(INSTRUCTIONS)}")
     import mcp_types as types  # noqa: PLC0415 - the mcp extra, imported only to serve
     from mcp.server.lowlevel import Server  # noqa: PLC0415
 
@@ -136,10 +146,19 @@ def mcp_server(
     return Server(
         name,
         version=__version__,
-        instructions=stack.get_driver_system_message(model) or None,
+        instructions=_instructions(stack, instructions, model) or None,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _instructions(stack: Orchestrator, kind: str, model: str | None) -> str:
+    """The server's instructions of ``kind`` (:data:`INSTRUCTIONS`)."""
+    if kind == "native":
+        return stack.get_driver_context(model).system_message
+    if kind == "text":
+        return stack.get_driver_system_message(model)
+    return ""
 
 
 def _linked(types: Any, name: str, result: Any, link: Mapping[str, Any]) -> Any:

@@ -123,6 +123,15 @@ def serve_command(
         str | None,
         typer.Option("--model", help="The model the instructions are written for.", metavar="NAME"),
     ] = None,
+    instructions: Annotated[
+        str,
+        typer.Option(
+            "--instructions",
+            help="The server's instructions: native (a short system message; MCP clients call "
+            "tools natively), text (the text protocol, every tool's schema in it) or none.",
+            metavar="native|text|none",
+        ),
+    ] = "native",
     isolated: Annotated[
         bool,
         typer.Option(
@@ -142,6 +151,12 @@ def serve_command(
         import mcp  # noqa: F401 - the optional extra
     except ImportError:
         fail(_EXTRA)
+    from mcs_host.bridge.server import INSTRUCTIONS, mcp_server
+
+    if instructions not in INSTRUCTIONS:
+        raise typer.BadParameter(
+            f"{instructions!r}: give native, text or none", param_hint="--instructions"
+        )
     address = _address(http) if http is not None else None
     options = (allowed_host, allowed_origin, token_file, no_auth)
     if address is None and any(options):
@@ -165,15 +180,15 @@ def serve_command(
         )
     if address is not None:
         admission = _admission(address, settings.serve, options, environ_token)
-    from mcs_host.bridge.server import mcp_server
-
     from .drivers import loaded_or_exit
 
     # the console script has pointed descriptor 1 at stderr for good already; in-process
     # (a test's runner), this keeps what a driver prints while it loads off stdout
     with _stdout_to_stderr():
         loaded = loaded_or_exit(settings, path, labels or ())
-        server = mcp_server(loaded.driver, loaded.report.records, model=model)
+        server = mcp_server(
+            loaded.driver, loaded.report.records, model=model, instructions=instructions
+        )
     if isolated:
         from mcs_host.bridge.isolation import SERVING
 
