@@ -366,7 +366,7 @@ def test_a_driver_the_child_refuses_fails_its_mount_with_the_childs_reason(
         "[drivers.wild.settings]\nnot_a_setting = 1\n"
     )
     done = venv.run("mcs-host", "load", "wild", "--config", config, env={"HOME": str(tmp_path)})
-    assert done.returncode == 0
+    assert done.returncode == 1  # the label asked for did not mount
     line = next(x for x in done.stdout.splitlines() if x.startswith("wild:"))
     assert "isolated-start" in line
     assert "constructor raised TypeError" in line

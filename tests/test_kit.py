@@ -27,7 +27,9 @@ def _load(venv: Venv, registry: Path, state: Path) -> dict[str, Any]:
     done = venv.run(
         "mcs-host", "load", "--json", "--registry", registry, env={"MCS_HOST_STATE_DIR": str(state)}
     )
-    report: dict[str, Any] = json.loads(_ok(done))
+    report: dict[str, Any] = json.loads(done.stdout)
+    mounted = any(d["status"] == "mounted" for d in report["drivers"])
+    assert done.returncode == (0 if mounted else 1), f"{done.args}\n{done.stdout}\n{done.stderr}"
     return report
 
 

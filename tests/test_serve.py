@@ -216,6 +216,52 @@ def test_serve_refuses_instructions_it_does_not_know(scene: dict[str, Any]) -> N
     assert "'all': give native, text or none" in done.stderr
 
 
+def broken_csv(scene: dict[str, Any], tmp_path: Path) -> Path:
+    """The scene's configuration, with a setting the CSV driver's constructor rejects."""
+    config = tmp_path / "mcs-host.toml"
+    data = scene["root"] / "data"
+    config.write_text(
+        f'registries = ["{scene["registry"]}"]\n\n'
+        "[drivers.csv]\nsettings = { not_a_setting = 1 }\n\n"
+        f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
+    )
+    return config
+
+
+def test_serve_does_not_serve_less_than_the_configuration_names(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    config = broken_csv(scene, tmp_path)
+    done = venv.run("mcs-host", "serve", "--config", config, env=environment(scene))
+    assert done.returncode == 1
+    assert "error: csv: constructor-error:" in done.stderr
+    assert "error: not serving: name the labels to serve" in done.stderr
+    assert done.stdout == ""  # no protocol: nothing was served
+    # the labels named are all it asks for: files mounts, and it serves
+    listed = session(stdio(scene, "files"), lambda client: client.list_tools())
+    assert "read_file" in {t.name for t in listed.tools}
+
+
+def test_call_makes_its_call_and_exits_1_when_a_configured_driver_did_not_mount(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    config = broken_csv(scene, tmp_path)
+    args = ("call", "list_directory", "--args", '{"path": "."}', "--config", config)
+    done = venv.run("mcs-host", *args, env=environment(scene))
+    assert done.returncode == 1
+    printed = done.stdout[done.stdout.index("{\n") :]  # after what the noisy driver printed
+    assert json.loads(printed)["call_failed"] is False  # the call was made
+    assert "error: csv: constructor-error:" in done.stderr
+    as_json = venv.run("mcs-host", *args, "--json", env=environment(scene))
+    document = json.loads(as_json.stdout)
+    assert as_json.returncode == 1
+    assert document["ok"] is False
+    assert document["response"]["call_failed"] is False
+    assert [e.split(":")[0] for e in document["load"]["errors"]] == ["csv"]
+
+
 def test_stdio_calls_run_through_the_orchestrator(scene: dict[str, Any]) -> None:
     async def work(client: Client) -> Any:
         return (

@@ -17,8 +17,10 @@ EXIT_CODES = (
     ("0", "done: everything asked for loaded, verified or ran"),
     (
         "1",
-        "a driver or plugin failed or was refused (strict, required, or verify found code "
-        "that is not verified), a label does not exist, or a tool call failed",
+        "something asked for did not load: a label given, or a driver or MCP server the "
+        "configuration names, was refused or failed (any, in strict mode; a required one), "
+        "nothing mounted, verify found code that is not verified, a label does not exist, or "
+        "a tool call failed",
     ),
     ("2", "a usage or configuration error: nothing was loaded or written"),
 )

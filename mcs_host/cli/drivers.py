@@ -1,5 +1,8 @@
 """The commands that work on the installed drivers: ``list``, ``verify``, ``load``, ``call``
-and ``run``."""
+and ``run``.
+
+One module: the command group of the docs, whose commands share one way to load and to say
+what did not load (:func:`loaded_or_exit`, ``serve``'s too)."""
 
 from __future__ import annotations
 
@@ -182,7 +185,36 @@ def _load(
         return None, exc.report
     except ConfigError as exc:  # a registry the configuration names cannot be read
         fail(str(exc))
+    unmet = _unmet(config, labels, loaded.report)
+    if unmet:  # the command's errors: the stack is still there to use
+        return loaded, replace(loaded.report, errors=(*loaded.report.errors, *unmet))
     return loaded, loaded.report
+
+
+def _unmet(config: HostConfig, labels: Sequence[str], report: LoadReport) -> list[str]:
+    """What the command line asked for that did not mount, as errors the report does not
+    have yet: each label it names, else each driver and MCP server the configuration names
+    (and does not disable); and, when nothing mounted at all, that."""
+    if labels:
+        asked = set(labels)
+    else:
+        asked = {label for label, mount in config.drivers.items() if mount.enabled}
+        asked |= {label for label, server in config.mcp_servers.items() if server.enabled}
+    said = " ".join(report.errors)
+    unmet = [
+        f"{r.label}: {r.reason}: {r.message}"
+        for r in report.records
+        if r.label in asked
+        and r.status in ("rejected", "failed")
+        and f"{r.label}: " not in said
+        and f" {r.label} " not in said
+    ]
+    if not report.mounted:
+        unmet.append(
+            "nothing mounted: no driver or MCP server loaded (`mcs-host list` shows what is "
+            "installed, `mcs-host verify` why one would not load)"
+        )
+    return unmet
 
 
 def load_command(
@@ -209,7 +241,9 @@ def load_command(
     """Discover, verify, check, import and mount the drivers; show the load report: each
     mount's status, verification and trust, and the tools under their final names.
 
-    Exits 1 only for errors: strict mode, required drivers, labels that do not exist.
+    Exits 1 when anything asked for did not mount (a label given, else a driver or MCP
+    server the configuration names), when nothing mounted, and for strict mode and required
+    drivers.
     """
     settings = config_from_options(
         config,
@@ -249,19 +283,19 @@ def _answer(
     """Load the stack, pass it ``output`` and print the DriverResponse (or, with ``--json``,
     the load and the response as one document); exit 1 when either failed."""
     if not as_json:
-        stack = loaded_or_exit(settings, path).driver
+        loaded, report = loaded_or_exit(settings, path)
         with Ticker(f"{_what(output)} running"):
-            response = stack.process_llm_response(output)
+            response = loaded.driver.process_llm_response(output)
         typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
-        if response.call_failed:
+        if response.call_failed or not report.ok:
             raise typer.Exit(1)
         return
-    loaded, report = _load(settings, (), path, show=False)
-    answer = loaded.driver.process_llm_response(output) if loaded is not None else None
+    found, report = _load(settings, (), path, show=False)
+    answer = found.driver.process_llm_response(output) if found is not None else None
     document: CallDocument = {
         "schema": schema_urn(command),
-        "ok": answer is not None and not answer.call_failed,
-        "load": report_json(report, loaded, settings.notes),
+        "ok": answer is not None and not answer.call_failed and report.ok,
+        "load": report_json(report, found, settings.notes),
         "response": answer.model_dump(mode="json") if answer is not None else None,
     }
     write_document(json.dumps(document, indent=2, default=str))
@@ -290,7 +324,8 @@ def call_command(
 ) -> None:
     """Load the stack and send it one tool call; print the DriverResponse.
 
-    Exits 1 when the call failed or the load had errors.
+    Exits 1 when the call failed, or anything the configuration names did not mount, or
+    nothing did.
     """
     from mcs_host._files import InputError, loads_json
 
@@ -335,7 +370,8 @@ def run_command(
     """Load the stack and pass it an LLM's output (text, or a provider's JSON message with
     --object); print the DriverResponse.
 
-    Exits 1 when the call failed or the load had errors.
+    Exits 1 when the call failed, or anything the configuration names did not mount, or
+    nothing did.
     """
     raw = sys.stdin.read() if text == "-" else text
     output: str | dict[str, Any] = raw
@@ -370,8 +406,10 @@ def _what(output: str | dict[str, Any]) -> str:
 
 def loaded_or_exit(
     settings: HostConfig, path: Sequence[Path] | None, labels: Sequence[str] = ()
-) -> Loaded:
-    """Load the stack, saying on stderr how each mount went; exit 1 when nothing loaded."""
+) -> tuple[Loaded, LoadReport]:
+    """Load the stack, saying on stderr how each mount went and each error; exit 1 when the
+    load failed. The report's errors include what was asked for and did not mount (the
+    caller exits 1 for them once it has done its work, or before, as ``serve`` does)."""
     loaded, report = _load(settings, labels, path)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
@@ -385,8 +423,9 @@ def loaded_or_exit(
         elif record.status in ("rejected", "failed"):
             message = f"not mounted {what}{record.label}: {record.reason}: {record.message}"
             typer.echo(message, err=True)
-    if loaded is None:
+    if loaded is None or not report.ok:
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)
+    if loaded is None:
         raise typer.Exit(1)
-    return loaded
+    return loaded, report

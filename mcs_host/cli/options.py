@@ -341,10 +341,11 @@ def parse_ids(ids: Sequence[str] | None) -> dict[str, str]:
     return parse_pairs(ids, "--id")
 
 
-def fail(message: str) -> NoReturn:
-    """Say ``error: message`` on stderr (``error:`` in red on a terminal) and exit 2."""
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Say ``error: message`` on stderr (``error:`` in red on a terminal) and exit ``code``
+    (2: a usage or configuration error)."""
     from .console import paint, use_colour
 
     colour = use_colour(sys.stderr)
     typer.echo(f"{paint('error:', 'bad', colour)} {message}", err=True, color=colour)
-    raise typer.Exit(2)
+    raise typer.Exit(code)

@@ -6,6 +6,9 @@ On stdio the console script has claimed stdin and stdout before anything ran
 device and stderr for everything else in the process. Over HTTP on an address other than
 loopback, the Host header must be one the user allowed and every request must carry the
 bearer token (or the user said ``--no-auth``); elsewhere only local clients reach it.
+
+One module: the command, its transports and their shutdown share the serving process's
+state (its claimed stdio, its signal handlers, the child's limits).
 """
 
 from __future__ import annotations
@@ -145,7 +148,8 @@ def serve_command(
     """Verify and load the drivers as load does, then serve their tools to MCP clients:
     over stdio (the default, for a client that starts this command) or streamable HTTP.
 
-    The load report goes to stderr; on stdio nothing but protocol goes to stdout.
+    The load report goes to stderr; on stdio nothing but protocol goes to stdout. Exits 1
+    without serving when anything asked for did not mount, or nothing did.
     """
     try:
         import mcp  # noqa: F401 - the optional extra
@@ -185,7 +189,14 @@ def serve_command(
     # the console script has pointed descriptor 1 at stderr for good already; in-process
     # (a test's runner), this keeps what a driver prints while it loads off stdout
     with _stdout_to_stderr():
-        loaded = loaded_or_exit(settings, path, labels or ())
+        loaded, report = loaded_or_exit(settings, path, labels or ())
+        if not report.ok:  # a client would get less than the configuration asks for
+            loaded.close()
+            fail(
+                "not serving: name the labels to serve, or leave a driver out with "
+                "[drivers.<label>] enabled = false",
+                code=1,
+            )
         server = mcp_server(
             loaded.driver, loaded.report.records, model=model, instructions=instructions
         )
