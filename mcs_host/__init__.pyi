@@ -104,6 +104,7 @@ from .trust.registry import (
     ReleaseEntry as ReleaseEntry,
     state_directory as state_directory,
     TrustIndex as TrustIndex,
+    user_registry_path as user_registry_path,
     write_atomic as write_atomic,
 )
 from .trust.release import (

@@ -669,6 +669,29 @@ def test_lock_pins_installed_drivers_and_wheels_alike(
     assert not marker.exists()  # lock never imports either
 
 
+def test_lock_without_a_registry_writes_the_one_a_load_reads(
+    venv: Venv, install: Installer, marker: Path, tmp_path: Path
+) -> None:
+    install(victim(marker))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": ""}
+    before = json.loads(venv.run("mcs-host", "load", "victim_driver", "--json", env=env).stdout)
+    assert [(d["status"], d["reason"]) for d in before["drivers"]] == [
+        ("rejected", "not-in-registry")
+    ]
+    done = venv.run("mcs-host", "lock", "victim_driver", env=env)
+    assert done.returncode == 0, done.stderr
+    written = home / ".config" / "mcs-host" / "registry.json"
+    assert str(written) in done.stdout
+    assert written.parent.stat().st_mode & 0o777 == 0o700
+    assert VICTIM in json.loads(written.read_text())["drivers"]
+    loaded = venv.run("mcs-host", "load", "victim_driver", "--json", env=env)
+    assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+    (record,) = json.loads(loaded.stdout)["drivers"]
+    assert (record["status"], record["verification"]) == ("mounted", "pinned")
+
+
 def test_lock_refuses_a_typosquat_and_a_silent_repin(
     venv: Venv, install: Installer, marker: Path, tmp_path: Path
 ) -> None:

@@ -40,8 +40,8 @@ def lock_drivers(
         Path | None,
         typer.Option(
             "--registry",
-            help="The registry file to write (default: the first default one, "
-            "else ./registry.json).",
+            help="The registry file to write (default: the one a load reads when none is "
+            "named: the first of $MCS_HOST_REGISTRY, else ~/.config/mcs-host/registry.json).",
             metavar="FILE",
             dir_okay=False,
         ),
@@ -100,8 +100,8 @@ def lock_drivers(
         REGISTRY_FORMAT,
         Registry,
         RegistryError,
-        default_registry_paths,
         is_envelope,
+        user_registry_path,
     )
     from mcs_host.trust.release import lock
 
@@ -109,9 +109,7 @@ def lock_drivers(
         raise typer.BadParameter(
             f"{trust!r} is not verified, reference or community", param_hint="--trust"
         )
-    target = (
-        os.fspath(registry) if registry else next(iter(default_registry_paths()), "registry.json")
-    )
+    target = os.fspath(registry) if registry else user_registry_path()
     from pydantic import ValidationError
 
     from mcs_host._files import REGISTRY_LIMIT, InputError, loads_json, read_text, validation_lines
@@ -143,6 +141,8 @@ def lock_drivers(
             replace=replace,
             publisher_keys=publisher_keys or (),
         )
+        if registry is None:  # the user's own place, made private on first use
+            os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
         updated.save(target)
     except (ValueError, OSError, RegistryError) as exc:
         fail(str(exc))

@@ -67,6 +67,7 @@ __all__ = [
     "load_index",
     "load_registry",
     "state_directory",
+    "user_registry_path",
     "write_atomic",
 ]
 
@@ -502,10 +503,20 @@ def default_registry_paths(environ: Mapping[str, str] | None = None) -> list[str
     env = os.environ if environ is None else environ
     if env.get("MCS_HOST_REGISTRY"):
         return [p for p in env["MCS_HOST_REGISTRY"].split(os.pathsep) if p]
-    config = os.path.join(
-        env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcs-host", "registry.json"
-    )
+    config = user_registry_path(env)
     return [config] if os.path.isfile(config) else []
+
+
+def user_registry_path(environ: Mapping[str, str] | None = None) -> str:
+    """The registry ``mcs-host lock`` writes when none is named, the first a load then reads:
+    the first of ``MCS_HOST_REGISTRY``, else ``$XDG_CONFIG_HOME/mcs-host/registry.json``
+    (``~/.config`` without ``XDG_CONFIG_HOME``), which need not exist yet."""
+    env = os.environ if environ is None else environ
+    named = [p for p in env.get("MCS_HOST_REGISTRY", "").split(os.pathsep) if p]
+    if named:
+        return named[0]
+    home = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(home, "mcs-host", "registry.json")
 
 
 def load_registry(
