@@ -52,7 +52,8 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
         env=env,
         check=False,
     )
-    assert "2 passed" in _ok(tests)
+    assert "3 passed" in _ok(tests)
+    assert (project / ".gitignore").read_text().splitlines()[0] == "__pycache__/"
     assert _ok(venv.run("mcs-host", "check", project)).startswith("acme-weather: passes")
 
     key = tmp_path / "keys" / "acme.key"
@@ -117,6 +118,29 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
     venv.install("--force-reinstall", "--no-deps", third)
     (record,) = _load(venv, registry, tmp_path / "state")["drivers"]
     assert (record["status"], record["reason"]) == ("rejected", "untrusted-key")
+
+
+def test_a_scaffold_whose_entry_point_names_a_missing_class_fails_its_own_tests(
+    tmp_path: Path,
+) -> None:
+    project = new_driver("acme-weather", tmp_path)
+    pyproject = project / "pyproject.toml"
+    declared = 'acme-weather = "acme_weather:AcmeWeatherToolDriver"'
+    assert declared in pyproject.read_text()
+    typo = declared.replace('Driver"', 'Drvier"')
+    pyproject.write_text(pyproject.read_text().replace(declared, typo))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert tests.returncode == 1
+    assert "2 failed, 1 passed" in tests.stdout
+    assert "has no attribute 'AcmeWeatherToolDrvier'" in tests.stdout
 
 
 def test_new_refuses_a_bad_name_and_an_existing_directory(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ __all__ = ["mcs_conformance", "mcs_test_host"]
 
 @pytest.fixture
 def mcs_conformance() -> Callable[..., tuple[Any, ...]]:
+    """``check(driver, **settings)``: check a driver (an instance, a class or a factory;
+    ``settings`` are its constructor's keywords) against the MCS contract; fail the test on
+    any error, and return every finding, warnings too."""
     # imported here: pytest loads this plugin in every run where mcs-host is installed
     from .conformance import check_driver  # noqa: PLC0415
 
@@ -33,6 +36,9 @@ def mcs_conformance() -> Callable[..., tuple[Any, ...]]:
 
 @pytest.fixture
 def mcs_test_host() -> Callable[..., Any]:
+    """:func:`mcs_host.testing.make_test_host`: ``make(drivers, settings=..., **config)``
+    loads ``drivers`` (label -> instance, class or factory) without autoload, plugins or
+    registries, and returns the :class:`Loaded` stack to call tools through."""
     from .testing import make_test_host  # noqa: PLC0415
 
     return make_test_host

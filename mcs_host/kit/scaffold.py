@@ -86,10 +86,15 @@ class {cls}(MCSToolDriver):
 '''
 
 TESTS = '''\
-"""Tests of {cls}: the MCS contract (the mcs_conformance fixture of mcs-host) and its tools."""
+"""Tests of {cls}: found through the entry point pyproject.toml declares (as mcs-host finds
+it once the project is installed), the MCS contract (the mcs_conformance fixture of mcs-host)
+and its tools."""
 
 from __future__ import annotations
 
+import importlib
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,9 +102,23 @@ import pytest
 from mcs_host import ToolArgumentError
 from {package} import {cls}
 
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+
+def entry_point_object() -> Any:
+    """What the ``mcs.drivers`` entry point of pyproject.toml names, imported."""
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    (target,) = project["entry-points"]["mcs.drivers"].values()
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_its_entry_point_names_the_driver() -> None:
+    assert entry_point_object() is {cls}
+
 
 def test_it_keeps_the_mcs_contract(mcs_conformance: Any) -> None:
-    mcs_conformance({cls})
+    mcs_conformance(entry_point_object())
 
 
 def test_greet() -> None:
@@ -108,6 +127,16 @@ def test_greet() -> None:
     with pytest.raises(ToolArgumentError, match="argument 'name'"):
         driver.execute_tool("greet", {{}})
 '''
+
+GITIGNORE = """\
+__pycache__/
+*.egg-info/
+.pytest_cache/
+.venv/
+build/
+dist/
+*.key
+"""
 
 README = """\
 # {name}
@@ -185,6 +214,7 @@ def new_driver(
         f"{package}/__init__.py": DRIVER.format(**values),
         f"{package}/{MANIFEST_FILE}": json.dumps(manifest, indent=2) + "\n",
         f"tests/test_{package}.py": TESTS.format(**values),
+        ".gitignore": GITIGNORE,
     }
     for relative, text in files.items():
         path = root / relative
