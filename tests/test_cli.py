@@ -153,6 +153,7 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
         ("load", ["--registry", full], 0),
         ("call", ["ping", "--registry", full], 0),
         ("run", ['{"tool": "ping", "arguments": {}}', "--registry", full], 0),
+        ("tools", ["--registry", full], 0),
         ("lock", ["--wheel", scene["wheel"], "--registry", tmp_path / "locked.json"], 0),
         ("keygen", [key], 0),
         ("public-key", [key], 0),

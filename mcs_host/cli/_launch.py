@@ -16,12 +16,13 @@ from metadata, without importing typer or pydantic (together ~70 ms, more than t
 itself); every other command line, including anything ``list`` would reject, goes to
 :mod:`mcs_host.cli`.
 
-A command that runs drivers' or a server's code (``call``, ``run``, ``load``, ``serve``,
-``verify --live``, ``check``, and the child hosts ``serve --isolated`` and ``run-server``)
-keeps what they start within its reach on Linux (:func:`_contain`): the process becomes a
-child subreaper, so what they orphan (a daemon that called ``setsid``) is handed to it, and
-every process left below it is ended when it exits, by an exception, SIGTERM or SIGHUP.
-Only this process: an application that loads drivers through the API is never made one.
+A command that runs drivers' or a server's code (``call``, ``run``, ``load``, ``tools``,
+``serve``, ``verify --live``, ``check``, and the child hosts ``serve --isolated`` and
+``run-server``) keeps what they start within its reach on Linux (:func:`_contain`): the process
+becomes a child subreaper, so what they orphan (a daemon that called ``setsid``) is handed
+to it, and every process left below it is ended when it exits, by an exception, SIGTERM or
+SIGHUP. Only this process: an application that loads drivers through the API is never made
+one.
 
 ``fork-server FD`` (started by a host, never by a user) is the host's fork server
 (:mod:`._forkserver`), locked down as ``serve`` is; each child it forks goes on here as the
@@ -40,7 +41,7 @@ __all__ = ["main"]
 
 _RUNS_DRIVER_CODE = frozenset({"check"})
 """Commands that import a driver's code on purpose, outside the trust pipeline."""
-_CONTAINS = frozenset({"call", "run", "load", "serve", "run-server", "check"})
+_CONTAINS = frozenset({"call", "run", "load", "tools", "serve", "run-server", "check"})
 """Commands that run drivers' (or a server's) code, and end what it started when they exit
 (``verify`` too, with ``--live``)."""
 _EXTRAS = {"serve": ("mcp",), "run-server": ("mcp",), "fork-server": ("mcp",)}
@@ -104,12 +105,17 @@ def _claim_stdout(args: list[str]) -> None:
     goes to stderr for the whole process (:mod:`._stdout`). ``--help`` prints its text on
     stdout as usual."""
     words = args[: args.index("--")] if "--" in args else args
-    if "--help" in words:
+    if _asks_help(words):
         return
     if words and words[0] == "serve":
         claim(stdin=not any(w == "--http" or w.startswith("--http=") for w in words))
     elif "--json" in words:
         claim()
+
+
+def _asks_help(words: list[str]) -> bool:
+    """Whether the command line asks for help (``--help`` or ``-h``)."""
+    return "--help" in words or "-h" in words
 
 
 def _cannot_start(exc: ImportError) -> None:
@@ -154,7 +160,7 @@ def _contain(args: list[str]) -> None:
     survives. Orphans that end while it runs stay zombies until it exits: reaping them would
     take the exit status of a ``subprocess`` a driver is waiting for."""
     words = args[: args.index("--")] if "--" in args else args
-    if not words or "--help" in words:
+    if not words or _asks_help(words):
         return
     if words[0] not in _CONTAINS and not (words[0] == "verify" and "--live" in words):
         return

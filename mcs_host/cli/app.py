@@ -1,5 +1,6 @@
 """The ``mcs-host`` command line: the typer application and its commands, one module per
-command group (:mod:`.drivers`, :mod:`.serve`, :mod:`.trust`, :mod:`.keys`, :mod:`.author`).
+command group (:mod:`.drivers`, :mod:`.tools`, :mod:`.serve`, :mod:`.trust`, :mod:`.keys`,
+:mod:`.author`).
 Running a command imports only its group and gives typer only that command."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _SETTINGS: dict[str, Any] = {
     "help": "Discover, verify, load and orchestrate MCS drivers.",
     "epilog": "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
     "no_args_is_help": True,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
     "add_completion": False,
     "pretty_exceptions_enable": False,
     "rich_markup_mode": None,
@@ -60,6 +62,7 @@ COMMANDS = (
     ("load", "drivers", "load_command"),
     ("call", "drivers", "call_command"),
     ("run", "drivers", "run_command"),
+    ("tools", "tools", "tools_command"),
     ("serve", "serve", "serve_command"),
     ("lock", "trust", "lock_drivers"),
     ("keygen", "keys", "keygen"),
@@ -70,11 +73,28 @@ COMMANDS = (
     ("new", "author", "new_command"),
     ("bump", "author", "bump_command"),
     ("check", "author", "check_command"),
+    ("version", "app", "version_command"),
     ("run-server", "_server", "run_server_command"),
 )
 """Each command: its name, the module of its group, its function."""
 HIDDEN = frozenset({"run-server"})
 """Commands only the host runs (in a process it starts); --help and the docs leave them out."""
+
+
+def version_command() -> None:
+    """Show the version of mcs-host, the Python and platform it runs on, and where it is
+    installed (say them in a bug report)."""
+    import platform
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent
+    typer.echo(f"mcs-host {__version__}")
+    typer.echo(
+        f"Python {platform.python_version()} ({platform.python_implementation()}) "
+        f"at {sys.executable}"
+    )
+    typer.echo(f"platform {platform.platform()}")
+    typer.echo(f"installed at {package}")
 
 
 def build(only: str | None = None) -> typer.Typer:

@@ -221,6 +221,31 @@ class CallDocument(TypedDict):
     """The DriverResponse (``DriverResponse.schema.json``); null when the load had errors."""
 
 
+class ListedTool(TypedDict):
+    """One tool of the loaded stack."""
+
+    name: str
+    """Its name as ``call`` and ``serve`` give it."""
+    label: str
+    """The mount it comes from."""
+    tool: str
+    """Its name in its driver."""
+    description: str | None
+    signature: str
+    """``name(a: str, b: int = 5)``: the required parameters first."""
+    input_schema: dict[str, Any]
+    """The JSON Schema of its arguments."""
+
+
+class ToolsDocument(TypedDict):
+    """``mcs-host tools --json``: the tools the load mounted."""
+
+    schema: str
+    ok: bool
+    """False when anything asked for did not mount (as ``load``)."""
+    tools: list[ListedTool]
+
+
 class PinnedRelease(TypedDict):
     distribution: str
     version: str
@@ -329,6 +354,7 @@ DOCUMENTS: dict[str, type] = {
     "load": LoadDocument,
     "call": CallDocument,
     "run": CallDocument,
+    "tools": ToolsDocument,
     "lock": LockDocument,
     "keygen": KeyDocument,
     "public-key": KeyDocument,

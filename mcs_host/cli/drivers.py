@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +19,7 @@ import typer
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
 from ._listing import render_listing
+from ._signatures import arguments_from_words
 from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
 from .documents import CallDocument, schema_urn
@@ -29,6 +30,7 @@ from .options import (
     HealthcheckOption,
     IsolateOption,
     JsonOption,
+    LabelOption,
     LabelsArgument,
     RegistryKeyOption,
     RegistryOption,
@@ -51,6 +53,7 @@ from .render import (
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig
     from mcs_host.loading.records import Loaded, LoadReport
+    from mcs_host.orchestration.orchestrator import Orchestrator
 
 
 def list_drivers(
@@ -273,25 +276,35 @@ def load_command(
         raise typer.Exit(1)
 
 
+Output = str | dict[str, Any] | Callable[["Orchestrator"], dict[str, Any]]
+"""What ``call`` and ``run`` pass the stack: an LLM's output, or what makes one from the
+loaded stack (a call whose ``KEY=VALUE`` words its tool's schema types)."""
+
+
 def _answer(
     command: str,
     settings: HostConfig,
     path: Sequence[Path] | None,
-    output: str | dict[str, Any],
+    output: Output,
     as_json: bool,
+    labels: Sequence[str] = (),
 ) -> None:
-    """Load the stack, pass it ``output`` and print the DriverResponse (or, with ``--json``,
-    the load and the response as one document); exit 1 when either failed."""
+    """Load the stack (only ``labels``, when given), pass it ``output`` and print the
+    DriverResponse (or, with ``--json``, the load and the response as one document); exit 1
+    when either failed."""
     if not as_json:
-        loaded, report = loaded_or_exit(settings, path)
+        loaded, report = loaded_or_exit(settings, path, labels)
+        output = _made(output, loaded.driver)
         with Ticker(f"{_what(output)} running"):
             response = loaded.driver.process_llm_response(output)
         typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
         if response.call_failed or not report.ok:
             raise typer.Exit(1)
         return
-    found, report = _load(settings, (), path, show=False)
-    answer = found.driver.process_llm_response(output) if found is not None else None
+    found, report = _load(settings, labels, path, show=False)
+    answer = None
+    if found is not None:
+        answer = found.driver.process_llm_response(_made(output, found.driver))
     document: CallDocument = {
         "schema": schema_urn(command),
         "ok": answer is not None and not answer.call_failed and report.ok,
@@ -307,9 +320,19 @@ def call_command(
     tool: Annotated[
         str, typer.Argument(help="The tool's name as the loaded stack lists it.", metavar="TOOL")
     ],
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Arguments as KEY=VALUE, each value read as the tool's schema says (a string "
+            "as it is, anything else as JSON); over --args.",
+            show_default=False,
+            metavar="KEY=VALUE...",
+        ),
+    ] = None,
     args: Annotated[
         str, typer.Option("--args", help="The arguments, a JSON object.", metavar="JSON")
     ] = "{}",
+    label: LabelOption = None,
     config: ConfigOption = None,
     registry: RegistryOption = None,
     registry_key: RegistryKeyOption = None,
@@ -322,7 +345,8 @@ def call_command(
     isolate: IsolateOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Load the stack and send it one tool call; print the DriverResponse.
+    """Load the stack and send it one tool call (arguments as KEY=VALUE words or --args
+    JSON); print the DriverResponse.
 
     Exits 1 when the call failed, or anything the configuration names did not mount, or
     nothing did.
@@ -345,7 +369,19 @@ def call_command(
         path=path,
         isolate=isolate,
     )
-    _answer("call", settings, path, {"tool": tool, "arguments": arguments}, as_json)
+    labels = label or ()
+    if not words:
+        _answer("call", settings, path, {"tool": tool, "arguments": arguments}, as_json, labels)
+        return
+    for word in words:  # the form is checked before anything loads
+        if "=" not in word or word.startswith("="):
+            raise typer.BadParameter(f"{word!r}: give KEY=VALUE", param_hint="KEY=VALUE")
+
+    def typed(stack: Orchestrator) -> dict[str, Any]:
+        schema = next((t.input_schema() for t in stack.list_tools() if t.name == tool), None)
+        return {"tool": tool, "arguments": {**arguments, **arguments_from_words(words, schema)}}
+
+    _answer("call", settings, path, typed, as_json, labels)
 
 
 def run_command(
@@ -365,6 +401,7 @@ def run_command(
     sets: SetOption = None,
     path: SearchPathOption = None,
     isolate: IsolateOption = None,
+    label: LabelOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and pass it an LLM's output (text, or a provider's JSON message with
@@ -395,7 +432,17 @@ def run_command(
         path=path,
         isolate=isolate,
     )
-    _answer("run", settings, path, output, as_json)
+    _answer("run", settings, path, output, as_json, label or ())
+
+
+def _made(output: Output, stack: Orchestrator) -> str | dict[str, Any]:
+    """``output``, made from the loaded ``stack`` when it is made from one."""
+    if not callable(output):
+        return output
+    try:
+        return output(stack)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="KEY=VALUE") from None
 
 
 def _what(output: str | dict[str, Any]) -> str:

@@ -41,6 +41,17 @@ LabelsArgument = Annotated[
 ]
 
 
+LabelOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--label",
+        help="Load only this driver or MCP server (repeatable; default: all), as load's LABELs.",
+        show_default=False,
+        metavar="LABEL",
+    ),
+]
+
+
 RegistryOption = Annotated[
     list[Path] | None,
     typer.Option(
