@@ -1,7 +1,9 @@
 """The command line as a person uses it, through the installed console script: ``tools``
 lists what a load mounts as signatures (and schemas with ``--json``); ``call TOOL
 KEY=VALUE...`` types each value by the tool's schema; ``--label`` loads only the drivers named;
-``version`` says what runs where; ``-h`` is ``--help``."""
+``version`` says what runs where; ``-h`` is ``--help``; ``install CLIENT`` merges a server
+entry into an MCP client's file, which the ``mcp`` SDK's client then starts from another
+directory with a fresh HOME."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from typing import Any
 
 import pytest
 from distbuild import ROOT, Venv
+
+from mcs_host.cli.clients import client_file
 
 pytestmark = pytest.mark.venv
 
@@ -24,7 +28,7 @@ def scene(
     root = tmp_path_factory.mktemp("commands")
     venv = Venv.create(root / "venv")
     venv.uv_install(
-        "mcs-host", "mcs-host-csv", "mcs-host-files", wheelhouse=wheelhouse, cache=uv_cache
+        "mcs-host[mcp]", "mcs-host-csv", "mcs-host-files", wheelhouse=wheelhouse, cache=uv_cache
     )
     data = root / "data"
     data.mkdir()
@@ -129,3 +133,126 @@ def test_version_says_what_runs_where_and_dash_h_is_help(scene: dict[str, Any]) 
     assert short.returncode == long.returncode == 0
     assert short.stdout == long.stdout
     assert "KEY=VALUE" in short.stdout
+
+
+@pytest.mark.parametrize(
+    ("client", "platform", "expected"),
+    [
+        ("claude-desktop", "linux", "home/.config/Claude/claude_desktop_config.json"),
+        (
+            "claude-desktop",
+            "darwin",
+            "home/Library/Application Support/Claude/claude_desktop_config.json",
+        ),
+        ("claude-desktop", "win32", "appdata/Claude/claude_desktop_config.json"),
+        ("claude-code", "linux", "home/.claude.json"),
+        ("claude-code", "win32", "home/.claude.json"),
+        ("cursor", "darwin", "home/.cursor/mcp.json"),
+        ("vscode", "linux", "home/.config/Code/User/mcp.json"),
+        ("vscode", "darwin", "home/Library/Application Support/Code/User/mcp.json"),
+        ("vscode", "win32", "appdata/Code/User/mcp.json"),
+    ],
+)
+def test_each_client_s_file_is_where_that_client_reads_it(
+    client: str, platform: str, expected: str, tmp_path: Path
+) -> None:
+    found = client_file(client, platform, tmp_path / "home", str(tmp_path / "appdata"))
+    assert found == tmp_path / expected
+
+
+def install(scene: dict[str, Any], home: Path, *args: str | Path) -> Any:
+    venv: Venv = scene["venv"]
+    return venv.run("mcs-host", "install", *args, env={"HOME": str(home), "XDG_CONFIG_HOME": ""})
+
+
+def test_install_merges_an_entry_a_client_starts_from_anywhere(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    home = tmp_path / "home"
+    target = home / ".config" / "Claude" / "claude_desktop_config.json"
+    target.parent.mkdir(parents=True)
+    mine = {"theme": "dark", "mcpServers": {"other": {"command": "other-server"}}}
+    target.write_text(json.dumps(mine))
+    done = install(scene, home, "claude-desktop", "--config", scene["config"])
+    assert done.returncode == 0, done.stderr
+    written = json.loads(target.read_text())
+    assert written["theme"] == "dark"
+    assert written["mcpServers"]["other"] == {"command": "other-server"}
+    entry = written["mcpServers"]["mcs-host"]
+    assert entry == {
+        "command": str(venv.bin / "mcs-host"),
+        "args": ["serve", "--config", str(scene["config"].resolve())],
+    }
+    (backup,) = target.parent.glob("claude_desktop_config.json.*.bak")
+    assert json.loads(backup.read_text()) == mine
+    # a client starts it from another directory, with a fresh HOME
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    server = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={"HOME": str(tmp_path / "fresh"), "PATH": "/usr/bin:/bin"},
+        cwd=str(elsewhere),
+    )
+
+    async def main() -> Any:
+        with (tmp_path / "stderr.txt").open("w") as errlog:
+            async with Client(stdio_client(server, errlog=errlog), read_timeout_seconds=60) as c:
+                return await c.call_tool("read_csv_head", {"file": "sales.csv", "rows": 1})
+
+    result = anyio.run(main)
+    assert not result.is_error, result
+    assert result.structured_content["rows"] == [{"month": "Jan", "units": "61"}]
+
+
+def test_install_refuses_to_clobber_and_dry_run_writes_nothing(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    target = home / ".cursor" / "mcp.json"
+    target.parent.mkdir(parents=True)
+    target.write_text('{"mcpServers": {"mcs-host": {"command": "an-older-one"}}}')
+    before = target.read_text()
+    refused = install(scene, home, "cursor", "--config", scene["config"])
+    assert refused.returncode == 2
+    assert "a server named 'mcs-host' is there already, and differs; give --replace" in (
+        refused.stderr
+    )
+    dry = install(scene, home, "cursor", "--config", scene["config"], "--replace", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert '-{"mcpServers": {"mcs-host": {"command": "an-older-one"}}}' in dry.stdout
+    assert '"serve",' in dry.stdout
+    assert target.read_text() == before
+    assert list(target.parent.glob("*.bak")) == []
+    replaced = install(scene, home, "cursor", "--config", scene["config"], "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert json.loads(target.read_text())["mcpServers"]["mcs-host"]["args"][0] == "serve"
+    target.write_text("{not json")
+    broken = install(scene, home, "cursor", "--replace")
+    assert broken.returncode == 2
+    assert "nothing was written" in broken.stderr
+    assert target.read_text() == "{not json"
+
+
+def test_install_writes_vscode_s_servers_and_prints_the_standard_entry(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    done = install(scene, home, "vscode", "csv", "--name", "tables")
+    assert done.returncode == 0, done.stderr
+    written = json.loads((home / ".config" / "Code" / "User" / "mcp.json").read_text())
+    assert written["servers"]["tables"]["type"] == "stdio"
+    assert written["servers"]["tables"]["args"] == ["serve", "csv"]
+    printed = install(scene, home, "mcp-json")
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["mcpServers"]["mcs-host"]["args"] == ["serve"]
+    unknown = install(scene, home, "emacs")
+    assert unknown.returncode == 2
+    assert "'emacs': give one of claude-desktop, claude-code, cursor, vscode, mcp-json" in (
+        unknown.stderr
+    )

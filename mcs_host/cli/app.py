@@ -1,6 +1,6 @@
 """The ``mcs-host`` command line: the typer application and its commands, one module per
-command group (:mod:`.drivers`, :mod:`.tools`, :mod:`.serve`, :mod:`.trust`, :mod:`.keys`,
-:mod:`.author`).
+command group (:mod:`.drivers`, :mod:`.tools`, :mod:`.serve`, :mod:`.clients`, :mod:`.trust`,
+:mod:`.keys`, :mod:`.author`).
 Running a command imports only its group and gives typer only that command."""
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ COMMANDS = (
     ("run", "drivers", "run_command"),
     ("tools", "tools", "tools_command"),
     ("serve", "serve", "serve_command"),
+    ("install", "clients", "install_command"),
     ("lock", "trust", "lock_drivers"),
     ("keygen", "keys", "keygen"),
     ("public-key", "keys", "public_key"),

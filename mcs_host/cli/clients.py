@@ -1,0 +1,205 @@
+"""``mcs-host install CLIENT``: an MCP client's configuration made to start ``mcs-host serve``
+from this environment, merged into the client's own file.
+
+Each client keeps its servers in a JSON file of its own (:func:`client_file`): Claude
+Desktop's ``claude_desktop_config.json``, Claude Code's ``~/.claude.json`` (user scope),
+Cursor's ``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``, under ``mcpServers``
+(``servers`` for VS Code). The entry names this environment's ``mcs-host`` by its absolute
+path and the configuration by its absolute path, so the client may start it from any
+directory. The file is merged, never replaced: every other key and server is kept, an entry
+of the same name that differs is replaced only with ``--replace``, a file that is no JSON
+object is refused as it is, and the file as it was is copied beside it first.
+``mcp-json`` prints the standard ``mcpServers`` object instead (or merges it into
+``--file``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .options import ConfigOption, LabelsArgument, fail
+
+__all__ = ["CLIENTS", "client_file", "install_command", "server_entry"]
+
+CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "mcp-json")
+"""The clients ``install`` knows."""
+_LIMIT = 64 * 2**20
+"""The largest client file read (Claude Code's holds its history too)."""
+
+
+def client_file(client: str, platform: str, home: Path, appdata: str | None = None) -> Path | None:
+    """Where ``client`` keeps its servers for a user whose home is ``home`` on ``platform``
+    (``sys.platform``; ``appdata`` is ``%APPDATA%`` on Windows); None for ``mcp-json``."""
+    windows = platform.startswith("win")
+    mac = platform == "darwin"
+    roaming = Path(appdata) if appdata else home / "AppData" / "Roaming"
+    if client == "claude-desktop":
+        if windows:
+            return roaming / "Claude" / "claude_desktop_config.json"
+        if mac:
+            return (
+                home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+            )
+        return home / ".config" / "Claude" / "claude_desktop_config.json"
+    if client == "claude-code":
+        return home / ".claude.json"
+    if client == "cursor":
+        return home / ".cursor" / "mcp.json"
+    if client == "vscode":
+        if windows:
+            return roaming / "Code" / "User" / "mcp.json"
+        if mac:
+            return home / "Library" / "Application Support" / "Code" / "User" / "mcp.json"
+        return home / ".config" / "Code" / "User" / "mcp.json"
+    return None
+
+
+def server_entry(client: str, command: str, args: list[str]) -> dict[str, Any]:
+    """The server entry ``client`` reads: ``command`` and ``args``, with ``type`` where the
+    client's format has one."""
+    entry: dict[str, Any] = {"command": command, "args": args}
+    if client in ("vscode", "claude-code"):
+        entry = {"type": "stdio", **entry}
+    return entry
+
+
+def install_command(
+    client: Annotated[
+        str,
+        typer.Argument(
+            help="The client: claude-desktop, claude-code, cursor, vscode, or mcp-json (print "
+            "the standard mcpServers entry).",
+            metavar="CLIENT",
+        ),
+    ],
+    labels: LabelsArgument = None,
+    config: ConfigOption = None,
+    name: Annotated[
+        str, typer.Option("--name", help="The server's name in the client.", metavar="NAME")
+    ] = "mcs-host",
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            help="Merge into this file instead of the client's own (a project's .mcp.json, "
+            ".vscode/mcp.json).",
+            dir_okay=False,
+            metavar="FILE",
+        ),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace an entry of the same name that differs.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the change as a diff; write nothing.")
+    ] = False,
+) -> None:
+    """Write an MCP client's configuration to start mcs-host serve from this environment
+    (absolute paths: the client may start it from any directory), merged into the client's
+    file: other servers and keys are kept, the old file is backed up beside it.
+
+    LABEL... and --config are what serve is given.
+    """
+    if client not in CLIENTS:
+        raise typer.BadParameter(
+            f"{client!r}: give one of {', '.join(CLIENTS)}", param_hint="CLIENT"
+        )
+    args = ["serve", *(labels or ())]
+    if config is not None:
+        if not config.is_file():
+            raise typer.BadParameter(f"{config}: no such file", param_hint="--config")
+        args += ["--config", str(config.resolve())]
+    command, prefix = _mcs_host()
+    entry = server_entry(client, command, [*prefix, *args])
+    target = file or client_file(client, sys.platform, Path.home(), os.environ.get("APPDATA"))
+    if target is None:  # mcp-json, printed
+        typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
+        return
+    key = "servers" if client == "vscode" else "mcpServers"
+    before, document = _read(target)
+    servers = document.setdefault(key, {})
+    if not isinstance(servers, dict):
+        fail(f"{target}: {key} is not a JSON object; fix it by hand, nothing was written")
+    if name in servers and servers[name] != entry and not replace:
+        fail(
+            f"{target}: a server named {name!r} is there already, and differs; give --replace "
+            "to replace it, or --name another"
+        )
+    servers[name] = entry
+    after = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if dry_run:
+        diff = difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"{target} (now)",
+            f"{target} (after install)",
+        )
+        typer.echo("".join(diff) or f"{target}: nothing would change", nl=False)
+        return
+    if after == before:
+        typer.echo(f"{target}: {name} is there already, as it would be written")
+        return
+    backup = _back_up(target)
+    from mcs_host.trust.registry import write_atomic
+
+    write_atomic(str(target), after)
+    typer.echo(
+        f"wrote {name} into {target}" + (f" (the file as it was: {backup})" if backup else "")
+    )
+    typer.echo(f"  {entry['command']} {' '.join(entry['args'])}")
+
+
+def _mcs_host() -> tuple[str, list[str]]:
+    """This environment's mcs-host as a command: its console script by absolute path, or
+    this interpreter with ``-m mcs_host`` where there is none."""
+    scripts = Path(sys.executable).parent
+    for candidate in (scripts / "mcs-host", scripts / "mcs-host.exe"):
+        if candidate.is_file():
+            return str(candidate), []
+    return sys.executable, ["-m", "mcs_host"]
+
+
+def _read(target: Path) -> tuple[str, dict[str, Any]]:
+    """The client file's text and its JSON object (empty when there is no file); a file
+    that cannot be read as a JSON object ends the command, and nothing is written."""
+    from mcs_host._files import InputError, loads_json, read_text
+
+    try:
+        text = read_text(target, "client configuration", _LIMIT)
+    except FileNotFoundError:
+        return "", {}
+    except (InputError, OSError) as exc:
+        fail(f"{exc}; nothing was written")
+    if not text.strip():
+        return text, {}
+    try:
+        document = loads_json(text, str(target))
+    except InputError as exc:
+        fail(f"{exc}; fix it by hand, nothing was written")
+    if not isinstance(document, Mapping):
+        fail(f"{target}: not a JSON object; fix it by hand, nothing was written")
+    return text, dict(document)
+
+
+def _back_up(target: Path) -> Path | None:
+    """A copy of ``target`` beside it, stamped with the time (None: there was no file)."""
+    if not target.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    backup = target.with_name(f"{target.name}.{stamp}.bak")
+    count = 1
+    while backup.exists():  # never one over another
+        count += 1
+        backup = target.with_name(f"{target.name}.{stamp}-{count}.bak")
+    shutil.copy2(target, backup)
+    return backup
