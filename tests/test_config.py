@@ -66,6 +66,27 @@ def test_a_config_file_is_read_and_relative_registries_follow_it(tmp_path: Path)
     assert config.source == str(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "autoload"),
+    [
+        ("", True),  # no driver named: every installed one mounts
+        ('[drivers.csv]\nsettings = { root = "/data" }\n', False),  # only what it names
+        ("[drivers.csv]\nenabled = false\n", True),  # it only leaves one out
+        ("autoload = true\n[drivers.csv]\n", True),  # it says so
+        ("autoload = false\n", False),
+    ],
+    ids=["none-named", "named", "left-out", "said-true", "said-false"],
+)
+def test_a_file_that_names_drivers_mounts_only_those_unless_it_says_autoload(
+    tmp_path: Path, text: str, autoload: bool
+) -> None:
+    path = tmp_path / "mcs-host.toml"
+    path.write_text(text)
+    assert load_config(path, environ={}).autoload is autoload
+    # a --set names a setting, not a choice of drivers: it changes nothing here
+    assert load_config(path, environ={}, drivers={"files": {}}).autoload is autoload
+
+
 def test_the_pyproject_table_and_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

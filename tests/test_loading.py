@@ -211,8 +211,10 @@ def load(scene: dict[str, Any], tmp_path: Path) -> Loader:
             marker.unlink()
         config_file = tmp_path / "mcs-host.toml"
         config_file.write_text(
-            f"registries = [{str(scene['registry'])!r}]\n{config}\n[drivers.hang]\ntimeout = 1\n"
-        )  # only the driver that hangs gets a short timeout: a per-driver setting must reach it
+            f"registries = [{str(scene['registry'])!r}]\nautoload = true\n{config}\n"
+            "[drivers.hang]\ntimeout = 1\n"
+        )  # only the driver that hangs gets a short timeout: a per-driver setting must reach it;
+        # the file names it, so it says autoload = true to mount every installed driver too
         done = scene["venv"].run("mcs-host", "load", "--json", "--config", config_file, *args)
         assert done.stdout, done.stderr
         return done.returncode, json.loads(done.stdout)

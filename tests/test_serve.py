@@ -127,7 +127,7 @@ def scene(
     (data / "sales.csv").write_text("month,units\nJan,61\nFeb,90\nMar,143\n")
     config = root / "mcs-host.toml"
     config.write_text(
-        f'registries = ["{registry}"]\n\n'
+        f'registries = ["{registry}"]\nautoload = true  # the noisy driver too\n\n'
         f'[drivers.csv]\nsettings = {{ root = "{data}" }}\n\n'
         f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
     )

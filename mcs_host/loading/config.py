@@ -282,7 +282,8 @@ class HostConfig(_Strict):
     autoload: bool = Field(
         default=True,
         description="Mount every installed driver; false: only those in [drivers] and those "
-        "added in-process.",
+        "added in-process. A file that names drivers ([drivers.<label>] tables, other than "
+        "enabled = false) and does not set it means false.",
     )
     plugins: bool = Field(default=True, description="Load host plugins from entry points.")
     strict: bool = Field(default=False, description="Any driver that does not mount is an error.")
@@ -520,6 +521,8 @@ def load_config(
     (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
     data, source, notes = _read_file(path, env)
+    if "autoload" not in data and _names_drivers(data):
+        data["autoload"] = False  # the drivers it names are what it chose
     if source is not None:
         base = os.path.dirname(os.path.abspath(source))
         if isinstance(data.get("registries"), list):
@@ -536,6 +539,18 @@ def load_config(
             "directory is never picked up by itself; name it with --registry registry.json"
         )
     return _validated(merged, source, tuple(notes))
+
+
+def _names_drivers(data: Mapping[str, Any]) -> bool:
+    """Whether a file's settings name a driver to mount: a ``[drivers.<label>]`` table that
+    does not say ``enabled = false`` (a file that only leaves drivers out names none)."""
+    drivers = data.get("drivers")
+    if not isinstance(drivers, Mapping):
+        return False
+    return any(
+        not (isinstance(table, Mapping) and table.get("enabled") is False)
+        for table in drivers.values()
+    )
 
 
 def override_config(config: HostConfig, **overrides: Any) -> HostConfig:
