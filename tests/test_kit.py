@@ -23,6 +23,19 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout
 
 
+def _own_tests(project: Path) -> subprocess.CompletedProcess[str]:
+    """A scaffolded project's own tests, run by pytest in its directory."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
 def _load(venv: Venv, registry: Path, state: Path) -> dict[str, Any]:
     done = venv.run(
         "mcs-host", "load", "--json", "--registry", registry, env={"MCS_HOST_STATE_DIR": str(state)}
@@ -43,16 +56,7 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
     assert f"created {project / 'acme_weather' / 'mcs-driver.json'}" in out
 
     # its own tests, through the mcs_conformance fixture of mcs-host's pytest plugin
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert "3 passed" in _ok(tests)
+    assert "3 passed" in _ok(_own_tests(project))
     assert (project / ".gitignore").read_text().splitlines()[0] == "__pycache__/"
     assert _ok(venv.run("mcs-host", "check", project)).startswith("acme-weather: passes")
 
@@ -129,15 +133,7 @@ def test_a_scaffold_whose_entry_point_names_a_missing_class_fails_its_own_tests(
     assert declared in pyproject.read_text()
     typo = declared.replace('Driver"', 'Drvier"')
     pyproject.write_text(pyproject.read_text().replace(declared, typo))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    tests = _own_tests(project)
     assert tests.returncode == 1
     assert "2 failed, 1 passed" in tests.stdout
     assert "has no attribute 'AcmeWeatherToolDrvier'" in tests.stdout
