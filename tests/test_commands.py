@@ -256,3 +256,41 @@ def test_install_writes_vscode_s_servers_and_prints_the_standard_entry(
     assert "'emacs': give one of claude-desktop, claude-code, cursor, vscode, mcp-json" in (
         unknown.stderr
     )
+
+
+def test_serve_on_a_terminal_says_whom_it_serves_and_how_to_stop(scene: dict[str, Any]) -> None:
+    import os
+    import pty
+    import select
+    import signal
+    import subprocess
+
+    venv: Venv = scene["venv"]
+    terminal, stdin = pty.openpty()
+    process = subprocess.Popen(
+        [str(venv.bin / "mcs-host"), "serve", "--config", str(scene["config"])],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"HOME": str(scene["root"]), "PATH": "/usr/bin:/bin"},
+    )
+    os.close(stdin)
+    said = b""
+    try:
+        assert process.stderr is not None
+        fd = process.stderr.fileno()
+        while b"\nserving " not in b"\n" + said:  # read as it comes: no buffer hides a line
+            ready, _, _ = select.select([fd], [], [], 60)
+            assert ready, said
+            chunk = os.read(fd, 65536)
+            assert chunk, said  # it ended
+            said += chunk
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+    finally:
+        process.kill()
+        os.close(terminal)
+    assert process.returncode == 0
+    (line,) = [x for x in said.decode().splitlines() if x.startswith("serving ")]
+    assert line.startswith("serving 8 tools over stdio MCP: an MCP client starts this command")
+    assert "Ctrl-C" in line

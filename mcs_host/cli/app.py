@@ -33,7 +33,7 @@ _SETTINGS: dict[str, Any] = {
     "epilog": "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
     "no_args_is_help": True,
     "context_settings": {"help_option_names": ["-h", "--help"]},
-    "add_completion": False,
+    "add_completion": True,
     "pretty_exceptions_enable": False,
     "rich_markup_mode": None,
 }

@@ -206,7 +206,8 @@ def serve_command(
         sys.stderr.write(SERVING)
         sys.stderr.flush()
     if address is None:
-        _serve_stdio(server, child=isolated)
+        count = len(loaded.driver.list_tools())
+        _serve_stdio(server, child=isolated, tools=count)
     else:
         _serve_http(server, *address, admission)
 
@@ -269,11 +270,12 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _serve_stdio(server: Server[Any], *, child: bool = False) -> None:
+def _serve_stdio(server: Server[Any], *, child: bool = False, tools: int = 0) -> None:
     """Serve until the client closes stdin, or SIGINT or SIGTERM ends it: exit 0 in all
     three, the connection closed in order, within the grace period even while a call hangs.
     An isolated driver's ``child`` ends all its driver started as it stops, on a signal at
-    once (:mod:`mcs_host._descendants`)."""
+    once (:mod:`mcs_host._descendants`). Started on a terminal (a person, not a client),
+    it says on stderr that it serves its ``tools``, whom for, and how to stop it."""
     import signal
 
     import anyio
@@ -300,12 +302,27 @@ def _serve_stdio(server: Server[Any], *, child: bool = False) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if not child and _on_terminal(files):
+        sys.stderr.write(
+            f"serving {tools} tools over stdio MCP: an MCP client starts this command and "
+            "speaks on its stdin (`mcs-host install CLIENT` sets one up); Ctrl-C or Ctrl-D "
+            "stops it\n"
+        )
+        sys.stderr.flush()
     with suppress(KeyboardInterrupt):
         anyio.run(serve)
     if child:  # the session is over: so is everything its driver started
         end_descendants()
     # a driver's call that never returns holds a worker thread the interpreter would wait for
     _exit_after_grace()
+
+
+def _on_terminal(files: tuple[TextIO, TextIO] | None) -> bool:
+    """Whether the stdin served is a terminal."""
+    try:
+        return os.isatty(files[0].fileno() if files is not None else 0)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class _Ending:
