@@ -157,7 +157,7 @@ def main() -> int:
         )  # fmt: skip
         if answer.returncode:
             raise SystemExit(f"the tool call failed:\n{answer.stdout}\n{answer.stderr}")
-        result = json.loads(answer.stdout)["tool_call_result"]
+        result = json.loads(answer.stdout)  # call prints the tool's result
         if result != {"x": [0.8, 1.4], "mean": 1.1}:
             raise SystemExit(f"the tool answered {result}")
         files = digest_files(site)

@@ -105,11 +105,14 @@ def call(scene: dict[str, Any], tool: str, *options: str) -> subprocess.Complete
 def test_a_tool_that_exits_raises_base_exceptions_or_closes_stdout_fails_only_its_call(
     scene: dict[str, Any], tool: str, detail: str
 ) -> None:
-    done = call(scene, tool, "--registry", str(scene["registry"]))
+    done = call(scene, tool, "--registry", str(scene["registry"]), "--json")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    response = json.loads(done.stdout)  # the response still reached stdout
+    response = json.loads(done.stdout)["response"]  # the document still reached stdout
     assert (response["call_failed"], response["call_detail"]) == (True, detail)
+    plain = call(scene, tool, "--registry", str(scene["registry"]))
+    assert plain.returncode == 1
+    assert f"error: {detail}" in plain.stderr  # without --json, why it failed
 
 
 def test_a_keyboard_interrupt_raised_by_a_tool_in_a_worker_thread_is_its_failure(
@@ -117,9 +120,9 @@ def test_a_keyboard_interrupt_raised_by_a_tool_in_a_worker_thread_is_its_failure
 ) -> None:
     """With a call timeout the tool runs in a worker thread, where no signal is delivered:
     its KeyboardInterrupt is the tool's own, not the user's Ctrl-C."""
-    done = call(scene, "interrupt", "--config", str(scene["config"]))
+    done = call(scene, "interrupt", "--config", str(scene["config"]), "--json")
     assert done.returncode == 1, done.stderr
-    response = json.loads(done.stdout)
+    response = json.loads(done.stdout)["response"]
     assert response["call_detail"] == (
         "interrupt failed: Interrupted: interrupt raised KeyboardInterrupt"
     )

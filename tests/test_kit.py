@@ -96,7 +96,7 @@ def test_a_new_driver_from_scaffold_to_a_signed_release(
         "mcs-host", "call", "greet", "--args", '{"name": "Ann"}', "--registry", registry,
         env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
     )  # fmt: skip
-    assert json.loads(_ok(call))["tool_call_result"] == "Hello, Ann."
+    assert _ok(call) == "Hello, Ann.\n"
 
     # the next release, bumped in one step: not in the registry, but signed by the trusted key
     assert _ok(venv.run("mcs-host", "bump", "0.2.0", "--dir", project)).splitlines() == [

@@ -252,7 +252,7 @@ def test_call_makes_its_call_and_exits_1_when_a_configured_driver_did_not_mount(
     done = venv.run("mcs-host", *args, env=environment(scene))
     assert done.returncode == 1
     printed = done.stdout[done.stdout.index("{\n") :]  # after what the noisy driver printed
-    assert json.loads(printed)["call_failed"] is False  # the call was made
+    assert json.loads(printed)["entries"][0]["path"] == "sales.csv"  # the call was made
     assert "error: csv: constructor-error:" in done.stderr
     as_json = venv.run("mcs-host", *args, "--json", env=environment(scene))
     document = json.loads(as_json.stdout)

@@ -792,7 +792,7 @@ def test_sign_registry_writes_an_envelope_the_host_accepts(
         env={"MCS_HOST_STATE_DIR": str(state)},
     )
     assert called.returncode == 0, called.stderr
-    assert json.loads(called.stdout)["tool_call_result"] == "pong"
+    assert called.stdout == "pong\n"
     unkeyed = venv.run("mcs-host", "call", "ping", "--registry", signed)
     assert unkeyed.returncode == 1
     assert "is a signed registry: give the keys" in unkeyed.stderr

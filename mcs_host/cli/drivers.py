@@ -297,7 +297,10 @@ def _answer(
         output = _made(output, loaded.driver)
         with Ticker(f"{_what(output)} running"):
             response = loaded.driver.process_llm_response(output)
-        typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
+        if command == "call":  # the tool's result, as a person reads it
+            _print_result(response)
+        else:
+            typer.echo(json.dumps(response.model_dump(mode="python"), indent=2, default=str))
         if response.call_failed or not report.ok:
             raise typer.Exit(1)
         return
@@ -346,7 +349,7 @@ def call_command(
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and send it one tool call (arguments as KEY=VALUE words or --args
-    JSON); print the DriverResponse.
+    JSON); print its result (with --json, the load and the whole DriverResponse).
 
     Exits 1 when the call failed, or anything the configuration names did not mount, or
     nothing did.
@@ -433,6 +436,16 @@ def run_command(
         isolate=isolate,
     )
     _answer("run", settings, path, output, as_json, label or ())
+
+
+def _print_result(response: Any) -> None:
+    """A call's result on stdout (a string as it is, anything else as JSON), or why it
+    failed on stderr."""
+    if response.call_failed:
+        typer.echo(f"error: {response.call_detail or 'the call failed'}", err=True)
+        return
+    result = response.tool_call_result
+    typer.echo(result if isinstance(result, str) else json.dumps(result, indent=2, default=str))
 
 
 def _made(output: Output, stack: Orchestrator) -> str | dict[str, Any]:
