@@ -262,7 +262,6 @@ def test_serve_on_a_terminal_says_whom_it_serves_and_how_to_stop(scene: dict[str
     import os
     import pty
     import select
-    import signal
     import subprocess
 
     venv: Venv = scene["venv"]
@@ -285,7 +284,7 @@ def test_serve_on_a_terminal_says_whom_it_serves_and_how_to_stop(scene: dict[str
             chunk = os.read(fd, 65536)
             assert chunk, said  # it ended
             said += chunk
-        process.send_signal(signal.SIGINT)
+        os.write(terminal, b"\x04")  # Ctrl-D: the end of its input, as it says
         process.communicate(timeout=30)
     finally:
         process.kill()
@@ -294,3 +293,15 @@ def test_serve_on_a_terminal_says_whom_it_serves_and_how_to_stop(scene: dict[str
     (line,) = [x for x in said.decode().splitlines() if x.startswith("serving ")]
     assert line.startswith("serving 8 tools over stdio MCP: an MCP client starts this command")
     assert "Ctrl-C" in line
+
+
+def test_load_of_one_label_counts_the_others_instead_of_listing_them(
+    scene: dict[str, Any],
+) -> None:
+    done = host(scene, "load", "csv", "--config", scene["config"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 other installed drivers not requested (--json lists them)" in done.stdout
+    assert "not-requested" not in done.stdout
+    assert not any(line.startswith("files ") for line in done.stdout.splitlines())
+    listed = json.loads(host(scene, "load", "csv", "--json", "--config", scene["config"]).stdout)
+    assert {d["label"]: d["reason"] for d in listed["drivers"]}["files"] == "not-requested"

@@ -64,6 +64,7 @@ def test_valid_arguments_pass_unchanged() -> None:
             ],
         ),
         ({"city": 7}, ["argument 'city': expected string, got integer 7 (rule: type)"]),
+        ({"city": None}, ["argument 'city': expected string, got null (rule: type)"]),
         ({"city": "O"}, ["argument 'city': needs at least 2 characters (rule: minLength)"]),
         (
             {"city": "Oslo", "days": 9},
@@ -75,7 +76,7 @@ def test_valid_arguments_pass_unchanged() -> None:
         ),
         (
             {"city": "Oslo", "days": True},
-            ["argument 'days': expected integer, got boolean True (rule: type)"],
+            ["argument 'days': expected integer, got boolean true (rule: type)"],
         ),
         (
             {"city": "Oslo", "unit": "K"},
@@ -110,6 +111,7 @@ def test_valid_arguments_pass_unchanged() -> None:
         "required",
         "additional",
         "type",
+        "null",
         "minLength",
         "maximum",
         "integer",

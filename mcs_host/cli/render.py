@@ -262,7 +262,11 @@ def report_json(
 
 
 def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False) -> str:
+    """The load report as a table and its notes; mounts left out because other labels were
+    asked for are counted in one line, not listed (``--json`` lists them)."""
     lines = [f"  registry refused: {e}" for e in report.registry_errors]
+    shown = [r for r in report.records if r.reason != "not-requested"]
+    others = len(report.records) - len(shown)
     rows = [
         [
             r.label,
@@ -275,7 +279,7 @@ def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False)
             str(len(r.tools)) if r.status == "mounted" else "-",
             f"{sum(r.timings.values()) * 1000:.1f} ms" if r.timings else "-",
         ]
-        for r in (*report.records, *report.plugins)
+        for r in (*shown, *report.plugins)
     ]
     if rows:
         headers = [
@@ -291,7 +295,9 @@ def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False)
         ]
         lines += table(headers, rows, colour)
         lines.append("")
-    for r in (*report.records, *report.plugins):
+    if others:
+        lines.append(f"{others} other installed drivers not requested (--json lists them)")
+    for r in (*shown, *report.plugins):
         if r.status != "mounted":
             lines.append(f"{r.label}: {r.reason}: {r.message}")
         elif r.isolation == "process":

@@ -284,6 +284,13 @@ def _serve_stdio(server: Server[Any], *, child: bool = False, tools: int = 0) ->
     files = protocol_files()  # the real stdin and stdout, claimed by the console script
 
     async def serve() -> None:
+        if not child and _on_terminal(files):  # said once Ctrl-C is handled as it says
+            sys.stderr.write(
+                f"serving {tools} tools over stdio MCP: an MCP client starts this command "
+                "and speaks on its stdin (`mcs-host install CLIENT` sets one up); Ctrl-C or "
+                "Ctrl-D stops it\n"
+            )
+            sys.stderr.flush()
         if files is None:  # in-process: the SDK diverts descriptors 0 and 1 while it serves
             transport = stdio_server()
         else:
@@ -302,13 +309,6 @@ def _serve_stdio(server: Server[Any], *, child: bool = False, tools: int = 0) ->
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    if not child and _on_terminal(files):
-        sys.stderr.write(
-            f"serving {tools} tools over stdio MCP: an MCP client starts this command and "
-            "speaks on its stdin (`mcs-host install CLIENT` sets one up); Ctrl-C or Ctrl-D "
-            "stops it\n"
-        )
-        sys.stderr.flush()
     with suppress(KeyboardInterrupt):
         anyio.run(serve)
     if child:  # the session is over: so is everything its driver started

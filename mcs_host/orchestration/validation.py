@@ -612,7 +612,9 @@ def _describe(value: Any) -> str:
         list: "array",
         dict: "object",
     }
-    kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
+    if value is None or isinstance(value, bool):  # the kind says it all: null, true, false
+        return "null" if value is None else f"boolean {'true' if value else 'false'}"
+    kind = kinds.get(type(value), type(value).__name__)
     shown = repr(value)
     return f"{kind} {shown if len(shown) <= 40 else shown[:37] + '...'}"
 
