@@ -305,3 +305,16 @@ def test_load_of_one_label_counts_the_others_instead_of_listing_them(
     assert not any(line.startswith("files ") for line in done.stdout.splitlines())
     listed = json.loads(host(scene, "load", "csv", "--json", "--config", scene["config"]).stdout)
     assert {d["label"]: d["reason"] for d in listed["drivers"]}["files"] == "not-requested"
+
+
+def test_help_groups_every_command_for_users_and_for_driver_authors(
+    scene: dict[str, Any],
+) -> None:
+    from mcs_host.cli.app import COMMANDS, GROUPS, HIDDEN
+
+    grouped = [name for _, names in GROUPS for name in names]
+    assert sorted(grouped) == sorted(name for name, _, _ in COMMANDS if name not in HIDDEN)
+    assert len(grouped) == len(set(grouped))  # each in one group
+    shown = " ".join(host(scene, "-h").stdout.split())
+    for who, names in GROUPS:
+        assert f"{who}: {', '.join(names)}." in shown

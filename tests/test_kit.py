@@ -139,6 +139,26 @@ def test_a_scaffold_whose_entry_point_names_a_missing_class_fails_its_own_tests(
     assert "has no attribute 'AcmeWeatherToolDrvier'" in tests.stdout
 
 
+def test_check_flags_a_pyproject_version_its_manifest_does_not_share(tmp_path: Path) -> None:
+    project = new_driver("acme-weather", tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "0.1.0"', 'version = "0.2.0"'))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcs_host", "check", str(project)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "ERROR version-skew: pyproject.toml says version 0.2.0, its meta (mcs-driver.json) "
+        "says 0.1.0" in done.stdout
+    )
+    assert "mcs-host bump VERSION" in done.stdout
+
+
 def test_new_refuses_a_bad_name_and_an_existing_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="'9lives' is not a distribution name"):
         new_driver("9lives", tmp_path)

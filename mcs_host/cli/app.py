@@ -27,9 +27,23 @@ EXIT_CODES = (
 )
 """Every command's exit codes; --help and the README's table say the same."""
 
+GROUPS = (
+    (
+        "To use drivers",
+        ("list", "verify", "lock", "allow", "load", "tools", "call", "run", "serve", "install"),
+    ),
+    (
+        "To write and publish drivers",
+        ("new", "check", "bump", "keygen", "public-key", "sign", "sign-registry"),
+    ),
+    ("About mcs-host", ("version",)),
+)
+"""The commands by whom they are for, as --help lists them (every command, in one group)."""
+
 _SETTINGS: dict[str, Any] = {
     "name": "mcs-host",
-    "help": "Discover, verify, load and orchestrate MCS drivers.",
+    "help": "Discover, verify, load and orchestrate MCS drivers.\n\n"
+    + "\n\n".join(f"{who}: {', '.join(names)}." for who, names in GROUPS),
     "epilog": "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
     "no_args_is_help": True,
     "context_settings": {"help_option_names": ["-h", "--help"]},

@@ -157,6 +157,7 @@ def check_command(
             checked.append({"label": label, "passes": False, "results": [failure]})
             continue
         results = check_driver(obj, {**shared, **own.get(label, {})})
+        results += _version_skew(target, obj)
         checked.append(
             {
                 "label": label,
@@ -178,6 +179,30 @@ def check_command(
                 typer.echo(f"  {result['level'].upper()} {result['code']}: {result['message']}")
     if not ok:
         raise typer.Exit(1)
+
+
+def _version_skew(target: str, obj: Any) -> tuple[Any, ...]:
+    """An error when a project directory's pyproject.toml gives another version than the
+    driver's meta (its mcs-driver.json): the host refuses such a driver once installed."""
+    import tomllib
+
+    from mcs_host.kit.conformance import ConformanceResult
+
+    project = Path(target)
+    if not project.is_dir():
+        return ()
+    with open(project / "pyproject.toml", "rb") as f:
+        version = tomllib.load(f).get("project", {}).get("version")
+    meta = getattr(obj, "meta", None)
+    declared = getattr(meta, "version", None)
+    if not isinstance(version, str) or not isinstance(declared, str) or version == declared:
+        return ()
+    message = (
+        f"pyproject.toml says version {version}, its meta (mcs-driver.json) says {declared}; "
+        "the host refuses a driver whose two versions differ: set both with "
+        "`mcs-host bump VERSION`"
+    )
+    return (ConformanceResult("error", "version-skew", message),)
 
 
 def _load_object(value: str) -> Any:
