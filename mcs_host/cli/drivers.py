@@ -203,14 +203,14 @@ def _unmet(config: HostConfig, labels: Sequence[str], report: LoadReport) -> lis
     else:
         asked = {label for label, mount in config.drivers.items() if mount.enabled}
         asked |= {label for label, server in config.mcp_servers.items() if server.enabled}
-    said = " ".join(report.errors)
+    if config.strict:
+        asked = set()  # the host's errors name every mount that failed already
     unmet = [
         f"{r.label}: {r.reason}: {r.message}"
         for r in report.records
         if r.label in asked
+        and r.label not in config.require  # a required one is the host's error already
         and r.status in ("rejected", "failed")
-        and f"{r.label}: " not in said
-        and f" {r.label} " not in said
     ]
     if not report.mounted:
         unmet.append(
