@@ -231,6 +231,7 @@ from .loading.config import (
     revoke_directory as revoke_directory,
     ServeSettings as ServeSettings,
     TrustSettings as TrustSettings,
+    user_config_path as user_config_path,
 )
 from .loading.compat import (
     capability_problems as capability_problems,

@@ -7,8 +7,9 @@ user would (pip, not editable), then runs in it:
 
 - ``mcs-host list``: discovery from installed metadata and what verification says of each,
   no driver imported;
-- ``mcs-host verify``: every installed file checked against the digests registry.json pins,
-  still before any driver code runs;
+- ``mcs-host verify csv files``: every installed file of the bundled drivers checked against
+  the digests registry.json pins, still before any driver code runs (other drivers installed
+  in .venv, such as the reference drivers, are listed but are not the demo's to verify);
 - ``mcs-host load``: the whole pipeline with scripts/demo/mcs-host.toml (strict, both drivers
   required, their roots set to scripts/demo/data), and the tools the stack offers;
 - ``mcs-host run``: a sample LLM answer holding a tool call, sent through the stack; prints the
@@ -32,12 +33,20 @@ SAMPLE_OUTPUT = """I'll summarise the units sold.
 ```"""
 VENV = ROOT / ".venv"
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+BUNDLED = ("csv", "files")
+"""The labels of the drivers in plugins/: the ones the demo verifies and loads."""
+
+
+class _StepError(Exception):
+    """A step of the demo exited with an error; its output is above."""
 
 
 def run(*command: str | Path) -> None:
     shown = " ".join(_quoted(str(c)) for c in command).replace(str(ROOT) + os.sep, "")
     print(f"\n$ {shown}", flush=True)
-    subprocess.run([str(c) for c in command], cwd=ROOT, check=True)
+    code = subprocess.run([str(c) for c in command], cwd=ROOT, check=False).returncode
+    if code != 0:
+        raise _StepError(f"demo: `{shown}` exited with status {code}; its output is above")
 
 
 def _quoted(argument: str) -> str:
@@ -60,11 +69,15 @@ def main() -> int:
     mcs_host = VENV / "bin" / "mcs-host"
     run(mcs_host, "--version")
     run(mcs_host, "list", "--registry", "registry.json")
-    run(mcs_host, "verify", "--registry", "registry.json")
+    run(mcs_host, "verify", *BUNDLED, "--registry", "registry.json")
     run(mcs_host, "load", "--config", CONFIG)
     run(mcs_host, "run", "--config", CONFIG, SAMPLE_OUTPUT)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except _StepError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)

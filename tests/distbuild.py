@@ -200,9 +200,12 @@ class Venv:
         environment = _clean_env()
         environment["PATH"] = f"{self.bin}{os.pathsep}{environment.get('PATH', '')}"
         environment["VIRTUAL_ENV"] = str(self.path)
-        # the host's state lives with the venv, never in the developer's home
+        # the host's state lives with the venv, never in the developer's home; nor is the
+        # developer's configuration read: the test's HOME when it gives one, else none
         environment["MCS_HOST_STATE_DIR"] = str(self.path / "mcs-host-state")
-        environment.update(env or {})
+        given = env or {}
+        environment["XDG_CONFIG_HOME"] = "" if "HOME" in given else str(self.path / "config")
+        environment.update(given)
         return subprocess.run(
             [str(c) for c in command],
             capture_output=True,

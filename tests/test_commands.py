@@ -245,6 +245,8 @@ def test_install_writes_vscode_s_servers_and_prints_the_standard_entry(
     home = tmp_path / "home"
     done = install(scene, home, "vscode", "csv", "--name", "tables")
     assert done.returncode == 0, done.stderr
+    assert "config.toml does not exist" in done.stderr  # and what makes it
+    assert "`mcs-host init` creates it" in done.stderr
     written = json.loads((home / ".config" / "Code" / "User" / "mcp.json").read_text())
     assert written["servers"]["tables"]["type"] == "stdio"
     assert written["servers"]["tables"]["args"] == ["serve", "csv"]
@@ -318,3 +320,121 @@ def test_help_groups_every_command_for_users_and_for_driver_authors(
     shown = " ".join(host(scene, "-h").stdout.split())
     for who, names in GROUPS:
         assert f"{who}: {', '.join(names)}." in shown
+
+
+def test_init_makes_the_setup_lock_writes_and_a_call_from_any_directory_reads(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    made = venv.run("mcs-host", "init", env=env)
+    assert made.returncode == 0, made.stderr
+    place = home / ".config" / "mcs-host"
+    config, registry = place / "config.toml", place / "registry.json"
+    assert f"created {registry}" in made.stdout
+    assert f"created {config}" in made.stdout
+    assert place.stat().st_mode & 0o777 == 0o700
+    text = config.read_text()
+    assert "# [drivers.csv]" in text  # each installed driver, commented, none imported
+    again = venv.run("mcs-host", "init", env=env)
+    assert again.returncode == 0
+    assert f"kept {config} (it exists" in again.stdout
+    assert config.read_text() == text
+    # the user names csv, its root relative to the configuration file
+    (place / "data").mkdir()
+    (place / "data" / "sales.csv").write_text("month,units\nJan,61\n")
+    config.write_text(text + '\n[drivers.csv]\nsettings = { root = "data" }\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    unlocked = venv.run("mcs-host", "call", "list_csv_files", env=env, cwd=elsewhere)
+    assert unlocked.returncode == 1
+    assert "csv: not-in-registry" in unlocked.stderr
+    locked = venv.run("mcs-host", "lock", "csv", env=env)
+    assert locked.returncode == 0, locked.stderr
+    assert f"wrote {registry}" in locked.stdout
+    for isolation in ([], ["--isolate"]):
+        done = venv.run("mcs-host", "call", "list_csv_files", *isolation, env=env, cwd=elsewhere)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["files"] == [{"file": "sales.csv", "size": 19}]
+        assert "files" not in done.stderr.split()  # only the driver the user named mounted
+    # a root given with --set is the user's word on the command line: from the working directory
+    (elsewhere / "here").mkdir()
+    (elsewhere / "here" / "other.csv").write_text("a\n1\n")
+    here = venv.run(
+        "mcs-host", "call", "list_csv_files", "--set", "csv.root=here", env=env, cwd=elsewhere
+    )
+    assert here.returncode == 0, here.stderr
+    assert [f["file"] for f in json.loads(here.stdout)["files"]] == ["other.csv"]
+    _a_client_started_elsewhere_serves_the_same_setup(venv, env, tmp_path)
+
+
+def _a_client_started_elsewhere_serves_the_same_setup(
+    venv: Venv, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The user's path to an MCP client: install with no --config; the client starts the
+    server in a directory of its own, and it reads the user's setup."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "mcs-host.toml").write_text("strict = true\n")
+    installed = venv.run("mcs-host", "install", "mcp-json", env=env, cwd=elsewhere)
+    assert installed.returncode == 0, installed.stderr
+    entry = json.loads(installed.stdout)["mcpServers"]["mcs-host"]
+    assert entry["args"] == ["serve"]
+    cursor = venv.run("mcs-host", "install", "cursor", env=env, cwd=elsewhere)
+    assert "the server will not read mcs-host.toml here" in cursor.stderr
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
+    server = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={"HOME": env["HOME"], "PATH": "/usr/bin:/bin"},
+        cwd=str(client_dir),
+    )
+
+    async def main() -> Any:
+        with (tmp_path / "stderr.txt").open("w") as errlog:
+            async with Client(stdio_client(server, errlog=errlog), read_timeout_seconds=60) as c:
+                listed = await c.list_tools()
+                called = await c.call_tool("list_csv_files", {})
+                return [t.name for t in listed.tools], called
+
+    names, result = anyio.run(main)
+    assert "list_csv_files" in names
+    assert "read_file" not in names  # files is installed, not named: not served
+    assert not result.is_error, result
+    assert result.structured_content["files"] == [{"file": "sales.csv", "size": 19}]
+
+
+def test_serve_says_how_its_tools_differ_from_its_last_start(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    data = scene["root"] / "data"
+    config = tmp_path / "mcs-host.toml"
+    head = f'registries = ["{ROOT / "registry.json"}"]\n'
+    csv = f'[drivers.csv]\nsettings = {{ root = "{data}" }}\n'
+    files = f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
+
+    def serve(text: str) -> list[str]:
+        config.write_text(text)
+        done = host(scene, "serve", "--config", config)  # stdin is empty: it ends at once
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stderr.splitlines() if line.startswith("note: ")]
+
+    assert serve(head + csv) == []  # a first start has nothing to compare with
+    assert serve(head + csv) == []
+    (added,) = serve(head + csv + files)
+    assert added.startswith("note: the tools differ from this server's last start: added ")
+    assert "list_directory, read_file, search_files, stat (files)" in added
+    (renamed,) = serve('namespace = "always"\n' + head + csv)
+    assert "removed list_directory, read_file, search_files, stat (files)" in renamed
+    assert "renamed filter_csv_rows -> csv__filter_csv_rows, " in renamed
+    assert "added" not in renamed
+    # another selection of labels is another server, with a record of its own
+    config.write_text(head + csv + files)
+    only = host(scene, "serve", "files", "--config", config)
+    assert only.returncode == 0, only.stderr
+    assert "note: the tools differ" not in only.stderr

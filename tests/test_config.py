@@ -203,6 +203,7 @@ REFUSED = {
     "drivers.<label>.enabled": "true",
     "drivers.<label>.driver": '"csv"',
     "drivers.<label>.settings": '{ root = "/" }',
+    "drivers.<label>.relative_to": '{ root = "/" }',
     "drivers.<label>.autostart": "true",
     "drivers.<label>.autostart_settings": "{ warm = true }",
     "drivers.<label>.capabilities": '["healthcheck"]',
@@ -595,3 +596,108 @@ def test_the_readme_lists_what_an_unapproved_project_file_may_set() -> None:
     for item in [*shown, *limited]:
         assert f"`{item}" in listed, item
     assert listed.count("`") == 2 * (len(shown) + len(limited))
+
+
+def user_file(tmp_path: Path, text: str) -> dict[str, str]:
+    """The environment of a user whose own configuration file holds ``text``."""
+    home = tmp_path / "xdg"
+    (home / "mcs-host").mkdir(parents=True, exist_ok=True)
+    (home / "mcs-host" / "config.toml").write_text(text)
+    return {"XDG_CONFIG_HOME": str(home)}
+
+
+def test_the_user_s_file_is_read_when_no_file_is_named_and_its_paths_are_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = user_file(
+        tmp_path, 'registries = ["registry.json"]\n[drivers.csv]\nsettings = { root = "data" }\n'
+    )
+    config = load_config(environ=env)
+    assert config.source == str(tmp_path / "xdg" / "mcs-host" / "config.toml")
+    assert config.registries == (str(tmp_path / "xdg" / "mcs-host" / "registry.json"),)
+    assert config.autoload is False  # it names a driver
+    assert config.drivers["csv"].relative_to == {"root": str(tmp_path / "xdg" / "mcs-host")}
+    # a named file stands alone: the user's file is not read beside it
+    named = tmp_path / "named.toml"
+    named.write_text("strict = true\n")
+    alone = load_config(named, environ=env)
+    assert (alone.strict, alone.autoload, alone.drivers) == (True, True, {})
+
+
+def test_an_unapproved_project_file_cannot_undo_what_the_user_s_file_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each of these a project may set over the defaults, as it only tightens them; over the
+    # user's own settings it would loosen them: the user's file wins
+    env = user_file(
+        tmp_path,
+        'isolation = "process"\nstrict = true\n[drivers.csv]\nsettings = { root = "/data" }\n',
+    )
+    directory = project(
+        tmp_path,
+        monkeypatch,
+        'isolation = "none"\nautoload = true\nstrict = false\nrequire_capabilities = ["x"]\n',
+    )
+    config = load_config(environ=env)
+    assert (config.isolation, config.autoload, config.strict) == ("process", False, True)
+    assert config.require_capabilities == ("x",)  # what the user left unset, it may tighten
+    assert config.drivers["csv"].settings == {"root": "/data"}
+    # approved, the project's file is the user's word too, layered over the user's file
+    approve_directory(directory)
+    approved = load_config(environ=env)
+    assert (approved.isolation, approved.autoload, approved.strict) == ("none", True, False)
+    assert approved.drivers["csv"].settings == {"root": "/data"}  # tables merge key by key
+    assert approved.source == str(directory / "mcs-host.toml")
+
+
+def test_each_file_s_driver_settings_resolve_against_its_own_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = user_file(tmp_path, '[drivers.csv]\nsettings = { root = "mine", depth = 2 }\n')
+    directory = project(tmp_path, monkeypatch, '[drivers.csv]\nsettings = { root = "ours" }\n')
+    approve_directory(directory)
+    csv = load_config(environ=env).drivers["csv"]
+    assert csv.settings == {"root": "ours", "depth": 2}
+    assert csv.relative_to == {"root": str(directory), "depth": str(tmp_path / "xdg" / "mcs-host")}
+
+
+class _Typed:
+    def __init__(
+        self,
+        root: os.PathLike[str] | str,
+        where: Path,
+        name: str,
+        count: int = 1,
+        later: "Path | None" = None,  # noqa: UP037 - a string annotation, as from __future__
+        unknown: "NoSuchType | Path" = Path(),  # type: ignore[name-defined]  # noqa: F821, UP037
+    ) -> None:
+        pass
+
+
+def test_only_settings_typed_as_paths_are_resolved_and_absolute_ones_are_kept() -> None:
+    from mcs_host.loading._paths import path_parameters, resolved_settings
+    from mcs_host.loading.config import DriverSettings
+
+    assert path_parameters(_Typed) == {"root", "where", "later", "unknown"}
+    settings = DriverSettings(
+        settings={
+            "root": "data",
+            "where": "~/notes",
+            "name": "data",
+            "count": 3,
+            "later": "/abs",
+            "unknown": "",
+        },
+        relative_to=dict.fromkeys(["root", "where", "name", "count", "later", "unknown"], "/cfg"),
+    )
+    assert resolved_settings(_Typed, settings) == {
+        "root": "/cfg/data",
+        "where": os.path.expanduser("~/notes"),
+        "name": "data",  # a str parameter gets the text as written
+        "count": 3,
+        "later": "/abs",
+        "unknown": "",  # an empty path is the driver's to judge
+    }
+    # a setting given with --set has no directory: taken as written
+    assert resolved_settings(_Typed, DriverSettings(settings={"root": "data"})) == {"root": "data"}

@@ -30,7 +30,10 @@ EXIT_CODES = (
 GROUPS = (
     (
         "To use drivers",
-        ("list", "verify", "lock", "allow", "load", "tools", "call", "run", "serve", "install"),
+        (
+            *("init", "list", "verify", "lock", "allow", "load"),
+            *("tools", "call", "run", "serve", "install"),
+        ),
     ),
     (
         "To write and publish drivers",
@@ -79,6 +82,7 @@ COMMANDS = (
     ("tools", "tools", "tools_command"),
     ("serve", "serve", "serve_command"),
     ("install", "clients", "install_command"),
+    ("init", "init", "init_command"),
     ("lock", "trust", "lock_drivers"),
     ("keygen", "keys", "keygen"),
     ("public-key", "keys", "public_key"),

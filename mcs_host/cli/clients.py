@@ -157,6 +157,32 @@ def install_command(
         f"wrote {name} into {target}" + (f" (the file as it was: {backup})" if backup else "")
     )
     typer.echo(f"  {entry['command']} {' '.join(entry['args'])}")
+    if config is None:
+        _say_what_serve_reads()
+
+
+def _say_what_serve_reads() -> None:
+    """Without --config the client's server reads the user's file alone (it starts in a
+    directory of the client's choosing): say so when that surprises."""
+    from mcs_host.loading.config import user_config_path
+
+    here = [
+        name
+        for name, mark in (("mcs-host.toml", ""), ("pyproject.toml", "[tool.mcs-host]"))
+        if os.path.isfile(name) and mark in Path(name).read_text("utf-8", errors="replace")
+    ]
+    if here:
+        typer.echo(
+            f"note: the server will not read {here[0]} here (the client starts it in a "
+            f"directory of its own); install with --config {here[0]} to serve with it",
+            err=True,
+        )
+    if not os.path.isfile(user_config_path()):
+        typer.echo(
+            f"note: {user_config_path()} does not exist: the server will mount every trusted "
+            "installed driver with its defaults; `mcs-host init` creates it",
+            err=True,
+        )
 
 
 def _mcs_host() -> tuple[str, list[str]]:

@@ -258,7 +258,9 @@ def _with_sets(loaded: HostConfig, sets: Sequence[str], path: Sequence[Path] | N
                 "configured or in a registry)"
             )
         if found == "driver":
-            drivers.setdefault(label, {}).setdefault("settings", {})[key] = value
+            table = drivers.setdefault(label, {})
+            table.setdefault("settings", {})[key] = value
+            table.get("relative_to", {}).pop(key, None)  # as written: from the working directory
             continue
         server = servers.setdefault(label, {})
         name, dot, variable = key.partition(".")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from mcs_host.loading.config import HostConfig, ProcessLimits, ServeSettings
+    from mcs_host.orchestration.orchestrator import Orchestrator
 
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
@@ -205,11 +206,39 @@ def serve_command(
 
         sys.stderr.write(SERVING)
         sys.stderr.flush()
+    else:
+        _note_changes(settings.source, labels or (), loaded.driver)
     if address is None:
         count = len(loaded.driver.list_tools())
         _serve_stdio(server, child=isolated, tools=count)
     else:
         _serve_http(server, *address, admission)
+
+
+def _note_changes(source: str | None, labels: Sequence[str], stack: Orchestrator) -> None:
+    """Say on stderr how the tools served differ from the last start of this configuration,
+    and keep what is served now for the next."""
+    from ._served import changes, read_served, record_path, served_by, write_served
+
+    tools = stack.list_tools()
+    now = served_by(
+        (tool.name, *stack.route(tool.name), tool.model_dump(mode="json")["parameters"])
+        for tool in tools
+    )
+    path = record_path(source, labels)
+    before = read_served(path)
+    if before is not None and (phrases := changes(before, now)):
+        typer.echo(
+            "note: the tools differ from this server's last start: "
+            + "; ".join(phrases)
+            + " (a client that kept the old list may call tools that are gone)",
+            err=True,
+        )
+    problem = write_served(path, now)
+    if problem is not None:
+        typer.echo(
+            f"note: cannot keep the tools served, to compare at the next start: {problem}", err=True
+        )
 
 
 def _isolated_config(labels: list[str] | tuple[str, ...]) -> HostConfig:

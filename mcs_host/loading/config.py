@@ -1,15 +1,19 @@
 """Configuration: a TOML file, environment variables, then explicit options, in that order.
 
-The file is ``mcs-host.toml``, or the ``[tool.mcs-host]`` table of a ``pyproject.toml``; it is
-found from ``--config``, else ``MCS_HOST_CONFIG``, else the current directory. A file found in
-the current directory is the project's, not the user's: whoever can write there must not make
-the host run, reach or tell the model anything the user's own settings would not. Until the
-user names the file or approves the directory with :func:`approve_directory` (``mcs-host
-allow``, which records the files' sha256: an approval lapses when they change), such a file
-may set only what :data:`_PROJECT_KEYS` allows, a whitelist of every key of the schema; the
-rest is ignored and the ignoring reported in :attr:`HostConfig.notes`. Each file is read once:
-the bytes hashed for the approval are the bytes parsed. Every setting is validated; an error
-names the file and the key, or the environment variable.
+The file named by ``--config`` or ``MCS_HOST_CONFIG`` is the whole configuration. Without one,
+the user's file (:func:`user_config_path`, ``~/.config/mcs-host/config.toml``) is read, and a
+project file in the current directory (``mcs-host.toml``, or the ``[tool.mcs-host]`` table of a
+``pyproject.toml``) is layered with it. A project file is not the user's: whoever can write
+there must not make the host run, reach or tell the model anything the user's own settings
+would not. Until the user names the file or approves the directory with
+:func:`approve_directory` (``mcs-host allow``, which records the files' sha256: an approval
+lapses when they change), such a file may set only what :data:`_PROJECT_KEYS` allows, a
+whitelist of every key of the schema, and only what the user's file leaves unset; the rest
+is ignored and the ignoring reported in :attr:`HostConfig.notes`. An approved one is layered
+over the user's. Each file is read once: the bytes hashed for the approval are the bytes
+parsed. Paths in a file (registries, prompts, a token file, and a driver's settings whose
+constructor parameter is typed as a path) are relative to that file's directory. Every
+setting is validated; an error names the file and the key, or the environment variable.
 
 One module: every source of a setting (file, project approval, environment, options) merges
 into one :class:`HostConfig`, and the order of that merge is the rule, as is the table of what
@@ -73,6 +77,7 @@ __all__ = [
     "load_config",
     "override_config",
     "revoke_directory",
+    "user_config_path",
 ]
 
 PROJECT_FILES = ("mcs-host.toml", "pyproject.toml")
@@ -132,7 +137,16 @@ class DriverSettings(_Strict):
         "Several tables naming one driver mount it several times.",
     )
     settings: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments for the driver's constructor."
+        default_factory=dict,
+        description="Keyword arguments for the driver's constructor. A relative path given to "
+        "a parameter typed as a path (pathlib.Path, os.PathLike) is relative to the "
+        "configuration file's directory; '~' is the home directory.",
+    )
+    relative_to: dict[str, str] = Field(
+        default_factory=dict,
+        description="The directory each setting's relative path is resolved against: filled "
+        "by the host with the directory of the file that gave the setting (a setting given "
+        "with --set is taken as written, relative to the working directory).",
     )
     enabled: bool = Field(default=True, description="Set false to leave this mount out.")
     autostart: bool = Field(
@@ -467,6 +481,7 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     "drivers.<label>.settings": _approval(
         "constructor arguments: what the driver reaches (a file driver's root)"
     ),
+    "drivers.<label>.relative_to": _approval("where its settings' paths lead"),
     "drivers.<label>.autostart": _approval("true runs the driver's autostart()"),
     "drivers.<label>.autostart_settings": _approval("what autostart() is given"),
     "drivers.<label>.capabilities": _approval(_DRIVER_TABLE),
@@ -520,18 +535,7 @@ def load_config(
     """The host configuration: the file, then ``MCS_HOST_*`` variables, then ``overrides``
     (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
-    data, source, notes = _read_file(path, env)
-    if "autoload" not in data and _names_drivers(data):
-        data["autoload"] = False  # the drivers it names are what it chose
-    if source is not None:
-        base = os.path.dirname(os.path.abspath(source))
-        if isinstance(data.get("registries"), list):
-            data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
-        if isinstance(data.get("prompts"), str):
-            data["prompts"] = os.path.join(base, data["prompts"])
-        serve = data.get("serve")
-        if isinstance(serve, dict) and isinstance(serve.get("token_file"), str):
-            data["serve"] = {**serve, "token_file": os.path.join(base, serve["token_file"])}
+    data, source, notes = _read_files(path, env)
     merged = _overridden(_overridden(data, _from_environment(env)), overrides)
     if merged.get("registries") is None and os.path.isfile("registry.json"):
         notes.append(
@@ -539,6 +543,79 @@ def load_config(
             "directory is never picked up by itself; name it with --registry registry.json"
         )
     return _validated(merged, source, tuple(notes))
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> str:
+    """The user's configuration file, read when no file is named: ``$XDG_CONFIG_HOME/mcs-host/
+    config.toml`` (``~/.config`` without ``XDG_CONFIG_HOME``), which need not exist."""
+    env = os.environ if environ is None else environ
+    home = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(home, "mcs-host", "config.toml")
+
+
+def _read_files(
+    path: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> tuple[dict[str, Any], str | None, list[str]]:
+    """The settings of the files read, layered; the file of the highest layer; notes on what
+    was ignored. A named file stands alone; else the user's file, with a project file in the
+    working directory over it when approved, under it (the user's settings win) when not."""
+    explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
+    if explicit is not None:
+        data = _parse(_read_config(explicit), explicit, required=True)
+        return _anchored(data, explicit), explicit, []
+    layers: list[tuple[dict[str, Any], str]] = []
+    user = user_config_path(env)
+    if os.path.isfile(user):
+        layers.append((_anchored(_parse(_read_config(user), user, required=True), user), user))
+    data, source, notes, approved = _read_project()
+    if source is not None:
+        layer = (_anchored(data, source), source)
+        layers.insert(len(layers) if approved else 0, layer)
+    merged: dict[str, Any] = {}
+    for layer_data, _ in layers:
+        merged = _layered(merged, layer_data)
+    return merged, layers[-1][1] if layers else None, notes
+
+
+def _anchored(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data``, read from ``source``, with its relative paths made the file's own: registry,
+    prompts and token files joined to its directory, each driver setting's directory recorded
+    in ``relative_to`` (resolved when the driver's constructor types it as a path); and
+    ``autoload = false`` when it names drivers and does not say."""
+    data = dict(data)
+    base = os.path.dirname(os.path.abspath(source))
+    if "autoload" not in data and _names_drivers(data):
+        data["autoload"] = False  # the drivers it names are what it chose
+    if isinstance(data.get("registries"), list):
+        data["registries"] = [os.path.join(base, str(p)) for p in data["registries"]]
+    if isinstance(data.get("prompts"), str):
+        data["prompts"] = os.path.join(base, data["prompts"])
+    serve = data.get("serve")
+    if isinstance(serve, dict) and isinstance(serve.get("token_file"), str):
+        data["serve"] = {**serve, "token_file": os.path.join(base, serve["token_file"])}
+    drivers = data.get("drivers")
+    if isinstance(drivers, Mapping):
+        anchored: dict[str, Any] = {}
+        for label, table in drivers.items():
+            settings = table.get("settings") if isinstance(table, Mapping) else None
+            if isinstance(settings, Mapping) and "relative_to" not in table:
+                anchored[label] = {**table, "relative_to": dict.fromkeys(settings, base)}
+            else:
+                anchored[label] = table
+        data["drivers"] = anchored
+    return data
+
+
+def _layered(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
+    """``high`` over ``low``: tables merge key by key, any other value of ``high`` wins."""
+    merged = dict(low)
+    for key, value in high.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = _layered(below, value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _names_drivers(data: Mapping[str, Any]) -> bool:
@@ -580,37 +657,33 @@ def _validated(
         ) from None
 
 
-def _read_file(
-    path: str | os.PathLike[str] | None, env: Mapping[str, str]
-) -> tuple[dict[str, Any], str | None, list[str]]:
-    """The settings, the file they come from, and notes on what was ignored."""
-    explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
-    if explicit is not None:
-        return _parse(_read_config(explicit), explicit, required=True), explicit, []
+def _read_project() -> tuple[dict[str, Any], str | None, list[str], bool]:
+    """The settings of the project file in the working directory (what it may set), the
+    file, notes on what was ignored, and whether its directory is approved."""
     read: dict[str, bytes] = {}  # each project file's bytes, read once: hashed and parsed
     for candidate in PROJECT_FILES:
         if os.path.isfile(candidate):
             read[candidate] = _read_config(candidate)
             data = _parse(read[candidate], candidate, required=False)
             if data or candidate == "mcs-host.toml":
-                source = os.path.abspath(candidate)
-                return _from_project(data, source, read)
-    return {}, None, []
+                return _from_project(data, os.path.abspath(candidate), read)
+    return {}, None, [], False
 
 
 def _from_project(
     data: dict[str, Any], source: str, read: Mapping[str, bytes]
-) -> tuple[dict[str, Any], str, list[str]]:
+) -> tuple[dict[str, Any], str, list[str], bool]:
     """``data`` of a project file whole when its directory is approved for the bytes in
-    ``read``; else what :data:`_PROJECT_KEYS` lets it set, and a note naming the rest."""
+    ``read``; else what :data:`_PROJECT_KEYS` lets it set, and a note naming the rest; and
+    whether it was approved."""
     directory = os.path.dirname(source)
     problem = _approval_problem(directory, read)
     if problem is None:
-        return data, source, []
+        return data, source, [], True
     ignored: list[tuple[str, str]] = []
     kept = _unapproved(data, HostConfig, "", "", ignored)
     if not ignored:
-        return kept, source, []
+        return kept, source, [], False
     order = {pattern: place for place, pattern in enumerate(_PROJECT_KEYS)}
     names = [name for _, name in sorted(ignored, key=lambda item: order.get(item[0], len(order)))]
     return (
@@ -622,6 +695,7 @@ def _from_project(
             f"than your own settings would ({problem}); to use it, run "
             f"`mcs-host allow {directory}` or pass --config {source}"
         ],
+        False,
     )
 
 

@@ -40,6 +40,7 @@ from mcs_host.trust.importer import (
 from mcs_host.trust.registry import TrustIndex
 from mcs_host.trust.verification import TrustPolicy, Verification, verify_candidate
 
+from ._paths import resolved_settings
 from .compat import (
     Incompatibility,
     capability_problems,
@@ -198,7 +199,7 @@ def instantiate(obj: object, settings: DriverSettings, timeout: float) -> object
     """The driver: ``obj`` called with its settings when it is a class or factory, else
     ``obj`` itself; a reference-SDK ToolDriver is wrapped to speak this contract."""
     if isinstance(obj, type) or (callable(obj) and not _looks_like_driver(obj)):
-        driver = bounded(partial(obj, **settings.settings), timeout, "constructor")
+        driver = bounded(partial(obj, **resolved_settings(obj, settings)), timeout, "constructor")
     elif settings.settings:
         raise Refused(
             "failed",
