@@ -39,6 +39,7 @@ from .contract import (
     DriverMeta as DriverMeta,
     DriverResponse as DriverResponse,
     Tool as Tool,
+    ToolAnnotations as ToolAnnotations,
     ToolParameter as ToolParameter,
     TrustManifest as TrustManifest,
 )

@@ -26,6 +26,7 @@ __all__ = [
     "DriverMeta",
     "DriverResponse",
     "Tool",
+    "ToolAnnotations",
     "ToolParameter",
     "TrustManifest",
     "contract_schemas",
@@ -215,11 +216,52 @@ with warnings.catch_warnings():
             return schema
 
 
+class ToolAnnotations(_Model):
+    """What a driver declares about a tool's effects: MCP's tool annotations, each a hint.
+
+    A hint left ``None`` claims nothing (an MCP client then assumes MCP's default). Each is
+    given by its name (``read_only_hint``) or as MCP spells it (``readOnlyHint``), which is
+    also its JSON key, and must be a boolean.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    read_only_hint: bool | None = Field(
+        None, alias="readOnlyHint", strict=True, description="It does not modify anything."
+    )
+    destructive_hint: bool | None = Field(
+        None, alias="destructiveHint", strict=True, description="It may delete or overwrite."
+    )
+    idempotent_hint: bool | None = Field(
+        None, alias="idempotentHint", strict=True, description="Repeating a call does no more."
+    )
+    open_world_hint: bool | None = Field(
+        None, alias="openWorldHint", strict=True, description="It reaches the web or other systems."
+    )
+
+    @property
+    def claimed(self) -> dict[str, bool]:
+        """The hints declared, by MCP's names: ``{"readOnlyHint": True}``."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def _fields_of(cls, obj: object) -> dict[str, Any]:
+        # an object spells them as Python does (the mcp SDK's ToolAnnotations) or as MCP does
+        values: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            for key in (name, field.alias or name):
+                if hasattr(obj, key):
+                    values[name] = getattr(obj, key)
+                    break
+        return values
+
+
 class Tool(_Model):
     """A callable tool.
 
     At least one of ``title`` and ``description`` must be non-empty; when only ``title``
-    is given, ``description`` is filled from it.
+    is given, ``description`` is filled from it. ``annotations`` is optional: a driver that
+    declares none claims nothing about the tool's effects.
     """
 
     model_config = ConfigDict(
@@ -235,6 +277,9 @@ class Tool(_Model):
     title: str | None = Field(default=None, description="Short human-readable label.")
     description: str | None = Field(default=None, description="Text forwarded to the LLM.")
     parameters: Sequence[ToolParameter] = Field(default=(), description="The tool's inputs.")
+    annotations: ToolAnnotations | None = Field(
+        default=None, description="Hints about its effects (MCP's); none: nothing is claimed."
+    )
 
     _tuples = field_validator("parameters")(_as_tuple)
 
@@ -268,6 +313,8 @@ class Tool(_Model):
         values["parameters"] = tuple(
             ToolParameter.coerce(p) for p in values.get("parameters") or ()
         )
+        if values.get("annotations") is not None:
+            values["annotations"] = ToolAnnotations.coerce(values["annotations"])
         return values
 
     def input_schema(self) -> dict[str, Any]:
@@ -321,6 +368,7 @@ _SCHEMA_MODELS: tuple[type[BaseModel], ...] = (
     DriverMeta,
     DriverManifest,
     ToolParameter,
+    ToolAnnotations,
     Tool,
     DriverResponse,
     DriverContext,

@@ -71,6 +71,7 @@ def test_tools_json_gives_each_tool_its_schema_and_labels_limit_it(
     (summarize,) = [t for t in document["tools"] if t["name"] == "summarize_column"]
     assert summarize["input_schema"]["required"][:2] == ["file", "column"]
     assert summarize["signature"].startswith("summarize_column(file: str, column: str")
+    assert summarize["annotations"]["readOnlyHint"] is True  # as the driver declares
     missing = host(scene, "tools", "nope", "--config", scene["config"])
     assert missing.returncode == 1
     assert "nope" in missing.stderr

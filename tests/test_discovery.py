@@ -101,7 +101,7 @@ def test_list_shows_the_bundled_drivers(scenario: Venv) -> None:
     assert drivers["files"]["entry_point"] == "mcs_host_files:FilesToolDriver"
     assert drivers["csv"]["distribution"] == "mcs-host-csv"
     assert drivers["csv"]["entry_point"] == "mcs_host_csv:CsvToolDriver"
-    for label, version in (("files", "0.1.0"), ("csv", "0.1.1")):
+    for label, version in (("files", "0.1.1"), ("csv", "0.1.2")):
         assert drivers[label]["version"] == version
         assert drivers[label]["problems"] == []
         assert Path(drivers[label]["location"]) == scenario.site_packages.resolve()

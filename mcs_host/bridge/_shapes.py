@@ -1,13 +1,14 @@
-"""MCP's shapes as the contract's: a listed tool as a ``Tool``, a call's result as the value
-the orchestrator hands on (structured content when there is some: a parent host asks its
-isolated child for that alone), an error as a message says it."""
+"""MCP's shapes as the contract's: a listed tool as a ``Tool`` (the hints its annotations
+declare kept), a call's result as the value the orchestrator hands on (structured content
+when there is some: a parent host asks its isolated child for that alone), an error as a
+message says it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from mcs_host.contract import Tool, ToolParameter
+from mcs_host.contract import Tool, ToolAnnotations, ToolParameter
 from mcs_host.interfaces import ToolError
 
 from .server import RESULT_KEY
@@ -30,12 +31,28 @@ def as_tool(tool: Any) -> Tool:
         )
         for key, value in (schema.get("properties") or {}).items()
     ]
+    hints = getattr(tool, "annotations", None)
     return Tool(
         name=tool.name,
-        title=getattr(tool, "title", None) or None,
+        title=getattr(tool, "title", None) or getattr(hints, "title", None) or None,
         description=tool.description or tool.name,
         parameters=parameters,
+        annotations=declared_hints(hints),
     )
+
+
+def declared_hints(hints: Any) -> ToolAnnotations | None:
+    """The hints an MCP tool's annotations declare, as the contract's; ``None`` when they
+    declare none (its ``title`` is the tool's, not a hint). A hint that is not a boolean is
+    not claimed."""
+    if hints is None:
+        return None
+    declared = {
+        name: value
+        for name in ToolAnnotations.model_fields
+        if isinstance(value := getattr(hints, name, None), bool)
+    }
+    return ToolAnnotations(**declared) if declared else None
 
 
 def inlined(schema: Any, definitions: Mapping[str, Any], depth: int = 0) -> Any:

@@ -9,14 +9,15 @@ Keeping a driver's prints off a stdio wire is the command line's: ``mcs-host ser
 descriptor 1 at stderr for its whole life and hands the SDK the real stdin and stdout
 (``mcs_host.cli._stdout``), so the instructions may be built and the tools run here as they are.
 The trust facts of each tool's driver (label, distribution, version, verification, trust)
-travel in the tool's ``_meta`` under ``io.mcs-host/driver``; the server's instructions are
-the stack's short system message for a client that calls tools natively (or the whole text
-protocol, or none). A result that is a JSON object is the structured content; any
-other JSON value is wrapped as ``{"result": value}``, marked in the result's ``_meta``. A
-client gets it twice, as the spec asks: that JSON in a text block too. A parent host says so
-in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it reads structured
-content, so it gets each result once (structured content alone, or a string as its text), and
-a result bigger than its bound is not sent; the call fails, naming the bound.
+travel in the tool's ``_meta`` under ``io.mcs-host/driver``, the hints its driver declared
+(:class:`~mcs_host.contract.ToolAnnotations`) as its ``annotations`` (none when it declared
+none); the server's instructions are the stack's short system message for a client that calls
+tools natively (or the whole text protocol, or none). A result that is a JSON object is the
+structured content; any other JSON value is wrapped as ``{"result": value}``, marked in the
+result's ``_meta``. A client gets it twice, as the spec asks: that JSON in a text block too. A
+parent host says so in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it
+reads structured content, so it gets each result once (structured content alone, or a string
+as its text), and a result bigger than its bound is not sent; the call fails, naming the bound.
 
 :func:`http_app` is the server as streamable HTTP: Host and Origin checked against allow-lists
 (DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of it all.
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from mcs_host.contract import Tool
     from mcs_host.loading.records import LoadRecord
     from mcs_host.orchestration.orchestrator import Orchestrator
 
@@ -102,6 +104,7 @@ def mcp_server(
                     title=tool.title or None,
                     description=tool.description or None,
                     input_schema=tool.input_schema(),
+                    annotations=_annotations(types, tool),
                     _meta={META_KEY: meta},
                 )
             )
@@ -150,6 +153,13 @@ def mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _annotations(types: Any, tool: Tool) -> Any:
+    """The MCP annotations of ``tool``: the hints its driver declared, or ``None`` when it
+    declared none (no defaults are claimed for it)."""
+    claimed = tool.annotations.claimed if tool.annotations is not None else {}
+    return types.ToolAnnotations.model_validate(claimed) if claimed else None
 
 
 def _instructions(stack: Orchestrator, kind: str, model: str | None) -> str:

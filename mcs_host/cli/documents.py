@@ -235,6 +235,9 @@ class ListedTool(TypedDict):
     """``name(a: str, b: int = 5)``: the required parameters first."""
     input_schema: dict[str, Any]
     """The JSON Schema of its arguments."""
+    annotations: dict[str, bool]
+    """The hints its driver declared about its effects, by MCP's names (``readOnlyHint``);
+    empty when it declared none."""
 
 
 class ToolsDocument(TypedDict):

@@ -85,6 +85,7 @@ def tools_command(
                     "description": tool.description,
                     "signature": signature(tool),
                     "input_schema": tool.input_schema(),
+                    "annotations": tool.annotations.claimed if tool.annotations else {},
                 }
                 for label, own, tool in rows
             ],

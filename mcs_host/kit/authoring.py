@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mcs_host.contract import DriverManifest, DriverMeta, Tool, ToolParameter
+from mcs_host.contract import DriverManifest, DriverMeta, Tool, ToolAnnotations, ToolParameter
 from mcs_host.interfaces import MANIFEST_FILE, ContractError, ToolArgumentError
 
 __all__ = ["manifest_meta", "parse_arguments", "tool_from_model"]
@@ -30,11 +30,15 @@ def tool_from_model(
     *,
     title: str | None = None,
     description: str | None = None,
+    annotations: ToolAnnotations | Mapping[str, bool] | None = None,
 ) -> Tool:
     """A :class:`Tool` named ``name`` whose parameters are the fields of ``model``.
 
     Each field's description becomes the parameter's description; the rest of its JSON
-    Schema (type, bounds, enum, default) becomes the parameter's ``schema``.
+    Schema (type, bounds, enum, default) becomes the parameter's ``schema``. ``annotations``
+    are the hints the driver declares about the tool's effects
+    (:class:`~mcs_host.contract.ToolAnnotations`, or a mapping such as
+    ``{"readOnlyHint": True}``); without them nothing is claimed.
     """
     schema = model.model_json_schema()
     definitions = schema.get("$defs", {})
@@ -51,7 +55,14 @@ def tool_from_model(
                 schema=resolved,
             )
         )
-    return Tool(name=name, title=title, description=description, parameters=tuple(parameters))
+    hints = None if annotations is None else ToolAnnotations.coerce(annotations)
+    return Tool(
+        name=name,
+        title=title,
+        description=description,
+        parameters=tuple(parameters),
+        annotations=hints,
+    )
 
 
 def parse_arguments(tool_name: str, model: type[_M], arguments: Mapping[str, Any]) -> _M:

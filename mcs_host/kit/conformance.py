@@ -2,9 +2,10 @@
 
 :func:`check_driver` instantiates a driver and checks its meta (a valid ``DriverMeta`` with a
 SemVer version and a trust manifest, equal to its ``mcs-driver.json``), its tools (valid,
-uniquely named as provider APIs accept, every parameter described and typed by a JSON Schema),
-its capability claims, how ``execute_tool`` fails (an unknown tool or a missing argument must
-raise, preferably a :class:`~mcs_host.contract.ToolError`), and that results are JSON. It runs
+uniquely named as provider APIs accept, every parameter described and typed by a JSON Schema,
+annotations that are booleans and do not contradict themselves), its capability claims, how
+``execute_tool`` fails (an unknown tool or a missing argument must raise, preferably a
+:class:`~mcs_host.contract.ToolError`), and that results are JSON. It runs
 the driver's code: use it on your own driver, in its tests (the ``mcs_conformance`` pytest
 fixture) or with ``mcs-host check``.
 """
@@ -180,6 +181,16 @@ def _tools(driver: Any, out: list[ConformanceResult]) -> None:
 
 
 def _tool(tool: Tool, out: list[ConformanceResult]) -> None:
+    hints = tool.annotations
+    if hints is not None and hints.read_only_hint and hints.destructive_hint:
+        out.append(
+            ConformanceResult(
+                "warning",
+                "contradictory-annotations",
+                f"tool {tool.name!r} declares readOnlyHint and destructiveHint both true: a "
+                "read-only tool destroys nothing; set destructiveHint false or drop readOnlyHint",
+            )
+        )
     if not _PROVIDER_NAME.match(tool.name):
         out.append(
             ConformanceResult(

@@ -21,6 +21,7 @@ from mcs_host import (
     PathEscapeError,
     Root,
     Tool,
+    ToolAnnotations,
     ToolArgumentError,
     ToolError,
     UnknownToolError,
@@ -80,6 +81,11 @@ class SummarizeColumnArgs(_Args):
     column: str = Field(description="Numeric column to summarise.")
 
 
+_READS = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""What every tool declares: it only reads CSV files under the root, a closed world."""
+
 _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
     "list_csv_files": (
         ListCsvFilesArgs,
@@ -88,6 +94,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             ListCsvFilesArgs,
             title="List CSV files",
             description="List the .csv and .tsv files under the root with their sizes.",
+            annotations=_READS,
         ),
     ),
     "read_csv_head": (
@@ -97,6 +104,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             ReadCsvHeadArgs,
             title="Read the first rows",
             description="The column names and the first rows of a CSV file, as records.",
+            annotations=_READS,
         ),
     ),
     "filter_csv_rows": (
@@ -106,6 +114,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             FilterCsvRowsArgs,
             title="Filter rows",
             description="The rows of a CSV file whose column satisfies a comparison.",
+            annotations=_READS,
         ),
     ),
     "summarize_column": (
@@ -118,6 +127,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
                 "Count, missing and non-numeric cells, sum, min, max, mean, median and "
                 "standard deviation of a column."
             ),
+            annotations=_READS,
         ),
     ),
 }

@@ -18,6 +18,7 @@ from mcs_host import (
     Root,
     SupportsHealthcheck,
     Tool,
+    ToolAnnotations,
     ToolArgumentError,
     ToolError,
     UnknownToolError,
@@ -70,6 +71,11 @@ class StatArgs(_Args):
     path: str = Field(description="File or directory to describe, relative to the root.")
 
 
+_READS = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""What every tool declares: it only reads files under the root, a closed world."""
+
 _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
     "list_directory": (
         ListDirectoryArgs,
@@ -78,6 +84,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             ListDirectoryArgs,
             title="List a directory",
             description="List files and directories under the root with type and size.",
+            annotations=_READS,
         ),
     ),
     "read_file": (
@@ -87,6 +94,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             ReadFileArgs,
             title="Read a file",
             description="Read a text file (or a byte range of it) under the root.",
+            annotations=_READS,
         ),
     ),
     "search_files": (
@@ -96,6 +104,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             SearchFilesArgs,
             title="Search files",
             description="Find files by name glob and, optionally, lines containing a text.",
+            annotations=_READS,
         ),
     ),
     "stat": (
@@ -105,6 +114,7 @@ _TOOLS: dict[str, tuple[type[_Args], Tool]] = {
             StatArgs,
             title="Describe a path",
             description="Type, size, permissions and modification time of a file or directory.",
+            annotations=_READS,
         ),
     ),
 }
