@@ -257,12 +257,23 @@ class PinnedRelease(TypedDict):
     bytes: int
 
 
+class PinnedServer(TypedDict):
+    label: str
+    target: str
+    """Its URL, its command line, or ``distribution:script`` (its files are in ``pinned``)."""
+    consent: bool
+    """Whether each call to it needs a consent plugin's approval."""
+    trust: str
+
+
 class LockDocument(TypedDict):
     """``mcs-host lock --json``."""
 
     schema: str
     registry: str
     pinned: list[PinnedRelease]
+    servers: list[PinnedServer]
+    """The MCP servers pinned with ``--server``."""
 
 
 class KeyDocument(TypedDict):

@@ -26,6 +26,7 @@ from .documents import CallDocument, schema_urn
 from .options import (
     AllowExtensionsOption,
     AllowUnverifiedOption,
+    ApproveOption,
     ConfigOption,
     HealthcheckOption,
     IsolateOption,
@@ -53,6 +54,7 @@ from .render import (
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig
     from mcs_host.loading.records import Loaded, LoadReport
+    from mcs_host.orchestration.calls import ToolCall
     from mcs_host.orchestration.orchestrator import Orchestrator
 
 
@@ -174,16 +176,25 @@ def verify_drivers(
 
 
 def _load(
-    config: HostConfig, labels: Sequence[str], path: Sequence[Path] | None, show: bool = True
+    config: HostConfig,
+    labels: Sequence[str],
+    path: Sequence[Path] | None,
+    show: bool = True,
+    approve: bool = False,
 ) -> tuple[Loaded | None, LoadReport]:
+    """Load the stack; with ``approve``, a consent plugin asks on the terminal before each
+    call that needs approval (:func:`_terminal_approval`)."""
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
     from mcs_host.loading.records import LoadError
 
     search = [os.fspath(p) for p in path] if path else None
+    host = Host(config, search_path=search)
+    if approve:
+        host.add_plugin(_terminal_approval(), "approve-at-terminal")
     try:
         with Progress(show) as progress:
-            loaded = Host(config, search_path=search).load(labels, progress=progress)
+            loaded = host.load(labels, progress=progress)
     except LoadError as exc:
         return None, exc.report
     except ConfigError as exc:  # a registry the configuration names cannot be read
@@ -288,14 +299,16 @@ def _answer(
     output: Output,
     as_json: bool,
     labels: Sequence[str] = (),
+    approve: bool = False,
 ) -> None:
     """Load the stack (only ``labels``, when given), pass it ``output`` and print the
     DriverResponse (or, with ``--json``, the load and the response as one document); exit 1
-    when either failed."""
+    when either failed. ``approve``: each call that needs approval is asked on the terminal
+    (no ticker then: the question stays on its line)."""
     if not as_json:
-        loaded, report = loaded_or_exit(settings, path, labels)
+        loaded, report = loaded_or_exit(settings, path, labels, approve=approve)
         output = _made(output, loaded.driver)
-        with Ticker(f"{_what(output)} running"):
+        with Ticker(f"{_what(output)} running", enabled=not approve):
             response = loaded.driver.process_llm_response(output)
         if command == "call":  # the tool's result, as a person reads it
             _print_result(response)
@@ -304,7 +317,7 @@ def _answer(
         if response.call_failed or not report.ok:
             raise typer.Exit(1)
         return
-    found, report = _load(settings, labels, path, show=False)
+    found, report = _load(settings, labels, path, show=False, approve=approve)
     answer = None
     if found is not None:
         answer = found.driver.process_llm_response(_made(output, found.driver))
@@ -346,6 +359,7 @@ def call_command(
     sets: SetOption = None,
     path: SearchPathOption = None,
     isolate: IsolateOption = None,
+    approve: ApproveOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and send it one tool call (arguments as KEY=VALUE words or --args
@@ -360,6 +374,8 @@ def call_command(
         arguments = loads_json(args, "--args")
     except InputError as exc:
         raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
+    if approve:
+        _check_terminal()
     settings = config_from_options(
         config,
         registry,
@@ -374,7 +390,8 @@ def call_command(
     )
     labels = label or ()
     if not words:
-        _answer("call", settings, path, {"tool": tool, "arguments": arguments}, as_json, labels)
+        output = {"tool": tool, "arguments": arguments}
+        _answer("call", settings, path, output, as_json, labels, approve)
         return
     for word in words:  # the form is checked before anything loads
         if "=" not in word or word.startswith("="):
@@ -384,7 +401,7 @@ def call_command(
         schema = next((t.input_schema() for t in stack.list_tools() if t.name == tool), None)
         return {"tool": tool, "arguments": {**arguments, **arguments_from_words(words, schema)}}
 
-    _answer("call", settings, path, typed, as_json, labels)
+    _answer("call", settings, path, typed, as_json, labels, approve)
 
 
 def run_command(
@@ -405,6 +422,7 @@ def run_command(
     path: SearchPathOption = None,
     isolate: IsolateOption = None,
     label: LabelOption = None,
+    approve: ApproveOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Load the stack and pass it an LLM's output (text, or a provider's JSON message with
@@ -413,6 +431,8 @@ def run_command(
     Exits 1 when the call failed, or anything the configuration names did not mount, or
     nothing did.
     """
+    if approve:
+        _check_terminal()
     raw = sys.stdin.read() if text == "-" else text
     output: str | dict[str, Any] = raw
     if as_object:
@@ -435,7 +455,44 @@ def run_command(
         path=path,
         isolate=isolate,
     )
-    _answer("run", settings, path, output, as_json, label or ())
+    _answer("run", settings, path, output, as_json, label or (), approve)
+
+
+def _check_terminal() -> None:
+    """``--approve`` asks on the terminal: end the command (exit 2) when there is none."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        fail(
+            "--approve asks on the terminal before each call that needs approval, and stdin "
+            "or stderr is not a terminal; run it in one, or approve calls with a consent "
+            "plugin (a host plugin's mcs_host_consent hook)"
+        )
+
+
+def _terminal_approval() -> object:
+    """``--approve``'s consent plugin: before each call that needs a consent plugin's
+    approval, it shows the tool, the label it goes to and the arguments on stderr and asks
+    ``Run it? [y/N]`` on stdin; ``y`` approves the call, anything else denies it. Calls that
+    need no approval are not its to judge."""
+    from mcs_host.loading.hooks import hookimpl
+    from mcs_host.loading.plugins import approval_needed
+
+    class TerminalApproval:
+        @hookimpl
+        def mcs_host_consent(self, call: ToolCall) -> bool | str | None:
+            needed = approval_needed()
+            if needed is None:
+                return None
+            # as JSON, ASCII only: a name or argument cannot move the cursor or recolour
+            arguments = json.dumps(dict(call.arguments), ensure_ascii=True, default=str)
+            sys.stderr.write(
+                f"approval needed: the tool {json.dumps(call.name)} of {needed.label}, "
+                f"with the arguments {arguments}\nRun it? [y/N] "
+            )
+            sys.stderr.flush()
+            answer = sys.stdin.readline().strip().lower()
+            return True if answer in ("y", "yes") else "denied at the terminal"
+
+    return TerminalApproval()
 
 
 def _print_result(response: Any) -> None:
@@ -465,12 +522,16 @@ def _what(output: str | dict[str, Any]) -> str:
 
 
 def loaded_or_exit(
-    settings: HostConfig, path: Sequence[Path] | None, labels: Sequence[str] = ()
+    settings: HostConfig,
+    path: Sequence[Path] | None,
+    labels: Sequence[str] = (),
+    *,
+    approve: bool = False,
 ) -> tuple[Loaded, LoadReport]:
     """Load the stack, saying on stderr how each mount went and each error; exit 1 when the
     load failed. The report's errors include what was asked for and did not mount (the
     caller exits 1 for them once it has done its work, or before, as ``serve`` does)."""
-    loaded, report = _load(settings, labels, path)
+    loaded, report = _load(settings, labels, path, approve=approve)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
     for finding in report.environment:

@@ -148,6 +148,28 @@ HealthcheckOption = Annotated[
 ]
 
 
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Also name each module imported from unverified files (by default one line per "
+        "distribution counts them).",
+    ),
+]
+
+
+ApproveOption = Annotated[
+    bool,
+    typer.Option(
+        "--approve",
+        help="Before each call that needs a consent plugin's approval (an MCP server's, "
+        "unless its registry entry waives it), show it and ask on the terminal: y runs it, "
+        "anything else denies it. Needs stdin and stderr on a terminal.",
+    ),
+]
+
+
 SetOption = Annotated[
     list[str] | None,
     typer.Option(

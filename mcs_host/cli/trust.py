@@ -1,5 +1,10 @@
-"""The commands that decide what is trusted: ``lock`` (registry pins) and ``allow`` (approve a
-project's configuration)."""
+"""The commands that decide what is trusted: ``lock`` (registry pins, of drivers and of the
+MCP servers the configuration names) and ``allow`` (approve a project's configuration).
+
+One module: the command group of the docs; ``lock`` pins drivers, libraries and servers into
+one registry in one write, each kind by the same options (``--registry``, ``--trust``,
+``--replace``).
+"""
 
 from __future__ import annotations
 
@@ -16,11 +21,21 @@ from mcs_host.discovery import PLUGIN_GROUP, Candidate, discover
 
 from ._stdout import write_document
 from .console import Progress
-from .documents import AllowDocument, LockDocument, schema_urn
-from .options import JsonOption, LabelsArgument, SearchPathOption, fail, parse_ids, parse_pairs
+from .documents import AllowDocument, LockDocument, PinnedServer, schema_urn
+from .options import (
+    ConfigOption,
+    JsonOption,
+    LabelsArgument,
+    SearchPathOption,
+    config_from_options,
+    fail,
+    parse_ids,
+    parse_pairs,
+)
 
 if TYPE_CHECKING:
-    from mcs_host.trust.registry import TrustLabel
+    from mcs_host.loading.config import HostConfig, MCPServerSettings
+    from mcs_host.trust.registry import MCPServerEntry, Registry, TrustLabel
     from mcs_host.trust.release import Release
 
 
@@ -87,11 +102,31 @@ def lock_drivers(
             metavar="KEY",
         ),
     ] = None,
+    server: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--server",
+            help="Pin the MCP server the configuration names under LABEL, as it names it: its "
+            "URL, its command and args, or its distribution (whose installed files are "
+            "pinned in libraries) (repeatable).",
+            metavar="LABEL",
+        ),
+    ] = None,
+    no_consent: Annotated[
+        bool,
+        typer.Option(
+            "--no-consent",
+            help="With --server: calls to the server need no consent plugin's approval "
+            "(default: each call does).",
+        ),
+    ] = False,
+    config: ConfigOption = None,
     path: SearchPathOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write registry pins for installed drivers, installed distributions, or wheel files
-    into one plain registry file (a signed one is refused).
+    """Write registry pins for installed drivers, installed distributions, wheel files, or
+    the MCP servers the configuration names (--server) into one plain registry file (a
+    signed one is refused).
 
     A wheel or distribution without drivers (and not named by --declare) is pinned as a
     library: a dependency drivers import, verified before they import it.
@@ -127,26 +162,36 @@ def lock_drivers(
     except ValidationError as exc:
         fail(validation_lines(target, exc.errors()))
     declared = parse_pairs(declare, "--declare")
-    releases: list[Release]
+    label = cast("TrustLabel", trust)
+    servers: dict[str, MCPServerEntry] = {}
+    releases: list[Release] = []
     try:
+        if server:
+            servers, served = _servers(server, config, path, target, label, not no_consent)
+            releases += served
+            current = lock(current, served, trust=label, replace=replace)
+            current = _with_servers(current, servers, target, replace, no_consent)
         with Progress(not as_json) as progress:
-            releases = _releases(labels, wheel, distribution, path, progress, declared)
-        updated = lock(
-            current,
-            releases,
-            labels=list(labels or ()),
-            ids=parse_ids(ids),
-            declared=declared,
-            trust=cast("TrustLabel", trust),
-            replace=replace,
-            publisher_keys=publisher_keys or (),
-        )
+            if labels or wheel or distribution or not server:  # --server alone pins no driver
+                drivers = _releases(labels, wheel, distribution, path, progress, declared)
+                releases = [*drivers, *releases]
+                current = lock(
+                    current,
+                    drivers,
+                    labels=list(labels or ()),
+                    ids=parse_ids(ids),
+                    declared=declared,
+                    trust=label,
+                    replace=replace,
+                    publisher_keys=publisher_keys or (),
+                )
         if registry is None:  # the user's own place, made private on first use
             os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
-        updated.save(target)
+        current.save(target)
     except (ValueError, OSError, RegistryError) as exc:
         fail(str(exc))
-    _report_pins(target, releases, as_json)
+    written = {name: current.mcp_servers[name] for name in servers}
+    _report_pins(target, releases, as_json, written)
 
 
 def _releases(
@@ -204,8 +249,143 @@ def _installed_drivers(
     return wanted
 
 
-def _report_pins(target: str, releases: list[Release], as_json: bool) -> None:
-    document: LockDocument = {"schema": schema_urn("lock"), "registry": target, "pinned": []}
+def _servers(
+    labels: Sequence[str],
+    config: Path | None,
+    path: Sequence[Path] | None,
+    target: str,
+    trust: TrustLabel,
+    consent: bool,
+) -> tuple[dict[str, MCPServerEntry], list[Release]]:
+    """The registry entry of each MCP server the configuration names under ``labels``,
+    saying exactly what the configuration says, and the releases of those that are
+    installed distributions (pinned as libraries)."""
+    from dataclasses import replace as replaced
+
+    from mcs_host.discovery import installed_distribution, normalize_name
+    from mcs_host.trust.registry import MCPServerEntry
+    from mcs_host.trust.release import release_from_installed
+
+    settings = config_from_options(config, None, None, None, None, None, path=path)
+    _note_unread(settings, target)
+    search = [os.fspath(p) for p in path] if path else sys.path
+    entries: dict[str, MCPServerEntry] = {}
+    releases: list[Release] = []
+    for label in labels:
+        named = _configured(settings, label)
+        entry = MCPServerEntry(
+            url=named.url,
+            command=named.command,
+            args=named.args if named.command is not None else (),
+            distribution=normalize_name(named.distribution) if named.distribution else None,
+            script=named.script if named.distribution else None,
+            consent=consent,
+            trust=trust,
+        )
+        entries[label] = entry
+        if entry.distribution is None:
+            continue
+        found = installed_distribution(entry.distribution, search)
+        if found is None:
+            fail(
+                f"[mcp_servers.{label}] names the distribution {named.distribution!r}, which "
+                "is not installed: install it, then pin it"
+            )
+        name, version, metadata_path, _ = found
+        release = release_from_installed(metadata_path, name, version)
+        releases.append(replaced(release, entry_points=()))  # a server's files: a library
+    return entries, releases
+
+
+def _configured(settings: HostConfig, label: str) -> MCPServerSettings:
+    """The server ``[mcp_servers.<label>]`` of ``settings``; one that is missing or names
+    nothing to pin ends the command."""
+    named = settings.mcp_servers.get(label)
+    where = settings.source or "no configuration file was found"
+    if named is None:
+        fail(
+            f"the configuration ({where}) has no MCP server {label!r}: add an "
+            f"[mcp_servers.{label}] table with a url, a command or a distribution, then pin it"
+        )
+    if (named.url, named.command, named.distribution) == (None, None, None):
+        fail(
+            f"[mcp_servers.{label}] in {where} names no url, command or distribution (it "
+            "mounts what a registry describes under its label): there is nothing to pin"
+        )
+    return named
+
+
+def _note_unread(settings: HostConfig, target: str) -> None:
+    """Say on stderr when a load under ``settings`` would not read the registry ``target``."""
+    from mcs_host.trust.registry import user_registry_path
+
+    read = settings.registries if settings.registries is not None else (user_registry_path(),)
+    if os.path.realpath(target) not in {os.path.realpath(p) for p in read}:
+        typer.echo(
+            f"note: a load with this configuration reads {', '.join(read) or 'no registry'}, "
+            f"not {target}: pin into one of those (--registry FILE), or add it to the "
+            "configuration's registries",
+            err=True,
+        )
+
+
+def _with_servers(
+    current: Registry,
+    servers: Mapping[str, MCPServerEntry],
+    target: str,
+    replace: bool,
+    no_consent: bool,
+) -> Registry:
+    """``current`` with the ``servers`` pinned. An entry for the label that names another
+    server is refused unless ``replace``; one that names the same keeps its trust label,
+    description and consent (which --no-consent waives)."""
+    merged = dict(current.mcp_servers)
+    for label, entry in servers.items():
+        known = merged.get(label)
+        if known is None or replace:
+            merged[label] = entry
+            continue
+        if _names(known) != _names(entry):
+            fail(
+                f"{target} already pins the MCP server {label!r} as {_shown(known)!r}, and "
+                f"the configuration names {_shown(entry)!r}: pass --replace to pin this one "
+                "instead"
+            )
+        consent = known.consent and not no_consent
+        merged[label] = known.model_copy(update={"consent": consent})
+    return current.model_copy(update={"mcp_servers": dict(sorted(merged.items()))})
+
+
+def _names(entry: MCPServerEntry) -> tuple[object, ...]:
+    """What ``entry`` starts or reaches: its URL, command line, or distribution and script."""
+    return entry.url, entry.argv if entry.command else None, entry.distribution, entry.script
+
+
+def _shown(entry: MCPServerEntry) -> str:
+    """What ``entry`` starts or reaches, as the host shows it."""
+    if entry.url is not None:
+        return entry.url
+    if entry.command is not None:
+        return " ".join(entry.argv)
+    return f"{entry.distribution}:{entry.script}" if entry.script else str(entry.distribution)
+
+
+def _report_pins(
+    target: str,
+    releases: list[Release],
+    as_json: bool,
+    servers: Mapping[str, MCPServerEntry] | None = None,
+) -> None:
+    rows: list[PinnedServer] = [
+        {"label": label, "target": _shown(e), "consent": e.consent, "trust": e.trust}
+        for label, e in (servers or {}).items()
+    ]
+    document: LockDocument = {
+        "schema": schema_urn("lock"),
+        "registry": target,
+        "pinned": [],
+        "servers": rows,
+    }
     for release in releases:
         pin = release.pin()
         document["pinned"].append(
@@ -224,6 +404,12 @@ def _report_pins(target: str, releases: list[Release], as_json: bool) -> None:
         typer.echo(
             f"pinned {row['distribution']} {row['version']}: {row['digest']} "
             f"({row['files']} files, {row['bytes']} bytes)"
+        )
+    for pinned in rows:
+        consent = "each call needs consent" if pinned["consent"] else "calls need no consent"
+        typer.echo(
+            f"pinned MCP server {pinned['label']}: {pinned['target']} ({pinned['trust']}, "
+            f"{consent})"
         )
     typer.echo(f"wrote {target}")
 

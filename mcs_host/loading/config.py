@@ -181,6 +181,11 @@ class DriverSettings(_Strict):
         description="The largest result (MiB of JSON) a call of this driver may send from its "
         "own process when it runs isolated; a bigger one fails the call, naming this setting.",
     )
+    allow_unverified: bool = Field(
+        default=False,
+        description="Load this mount though no registry pins or signs it, while the global "
+        "trust.allow_unverified stays off (development only; the load still says unverified).",
+    )
 
 
 class MCPServerSettings(_Strict):
@@ -218,6 +223,11 @@ class MCPServerSettings(_Strict):
         description="Whether each call needs a consent plugin's approval; unset: what its "
         "registry entry says, else yes. For a server a registry vouches for, only true "
         "counts (the registry alone may waive consent).",
+    )
+    allow_unverified: bool = Field(
+        default=False,
+        description="Start this server though no registry vouches for it, while the global "
+        "trust.allow_unverified stays off (development only; the load still says unverified).",
     )
 
     @model_validator(mode="after")
@@ -455,6 +465,7 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     "mcp_servers.<label>.enabled": _approval(_SERVER_TABLE),
     "mcp_servers.<label>.call_timeout": _approval(_SERVER_TABLE),
     "mcp_servers.<label>.consent": _approval(_SERVER_TABLE),
+    "mcp_servers.<label>.allow_unverified": _approval(_SERVER_TABLE),
     # the trust policy
     "trust.allow_unverified": _only(False, "true loads code no registry vouches for"),
     "trust.allow_extensions": _only(False, "true loads native code"),
@@ -492,6 +503,9 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     "drivers.<label>.limits.open_files": _approval(_DRIVER_TABLE),
     "drivers.<label>.restarts": _approval("more restarts run a failing driver again"),
     "drivers.<label>.max_result_mb": _approval(_DRIVER_TABLE),
+    "drivers.<label>.allow_unverified": _approval(
+        "true loads the mount's code though no registry vouches for it"
+    ),
     # how the host runs them
     "plugins": _only(True, "false turns the host plugins off: consent, audit, verify hooks"),
     "healthcheck": _only(False, "true runs each driver's healthcheck() before mounting"),

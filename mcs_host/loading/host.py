@@ -371,7 +371,7 @@ def _obtain(
         return plan.obj, None
     candidate = _only_candidate(plan, candidates)
     with _timed(timings, "verify"):
-        verification = stages.verify(ctx, candidate, found)
+        verification = stages.verify(_for_mount(ctx, plan), candidate, found)
     notes += verification.warnings
     try:
         with _timed(timings, "check"):
@@ -385,6 +385,14 @@ def _obtain(
     except Refused as refusal:
         refusal.verification = verification
         raise
+
+
+def _for_mount(ctx: stages.Context, plan: Plan) -> stages.Context:
+    """``ctx`` for verifying one mount: its policy allows it unverified when the mount's own
+    settings say ``allow_unverified`` (that mount alone; the load's policy stays as it is)."""
+    if not plan.settings.allow_unverified:
+        return ctx
+    return replace(ctx, policy=replace(ctx.policy, allow_unverified=True))
 
 
 def _activate(

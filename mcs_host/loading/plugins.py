@@ -3,14 +3,17 @@
 
 A plugin gets the same digest, policy, dependency checks and import gate as a driver. One
 that is refused or fails gets a record and is left out; strict mode makes that an error.
-A hook that raises never undoes a load; a consent hook that raises denies the call.
+A hook that raises never undoes a load; a consent hook that raises denies the call. While
+the consent hooks judge a call that needs explicit approval, :func:`approval_needed` says so
+(``--approve``'s plugin asks on the terminal for those calls only).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pluggy
@@ -100,14 +103,35 @@ def text_formats(
     return tuple(added), tuple(problems)
 
 
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A call that needs a consent plugin's explicit approval."""
+
+    label: str
+    """The mount the call goes to."""
+    reason: str
+    """Why it needs approval: what the call is denied with when no plugin approves it."""
+
+
+_NEEDED: ContextVar[Approval | None] = ContextVar("mcs_host_approval_needed", default=None)
+
+
+def approval_needed() -> Approval | None:
+    """While the consent hooks judge a call: the :class:`Approval` it needs when only a
+    plugin's explicit approval lets it run, else ``None`` (and outside the hooks)."""
+    return _NEEDED.get()
+
+
 def ask_consent(
     manager: pluggy.PluginManager,
     call: ToolCall,
-    needs: Callable[[ToolCall], str | None] | None = None,
+    needs: Callable[[ToolCall], Approval | None] | None = None,
 ) -> bool | str | ToolCall:
     """Ask the plugins: any ``False`` or reason denies; an edited call replaces it. When
-    ``needs`` gives a reason for ``call``, silence denies it with that reason: only a
+    ``needs`` says ``call`` needs approval, silence denies it with its reason: only a
     ``True`` or an edited call lets it run."""
+    required = needs(call) if needs is not None else None
+    token = _NEEDED.set(required)
     try:
         answers = manager.hook.mcs_host_consent(call=call)
     except Exception as exc:  # a consent check that breaks denies: fail closed
@@ -115,15 +139,16 @@ def ask_consent(
             f"consent hook raised {exc!r}; the call is denied", RuntimeWarning, stacklevel=2
         )
         return False
+    finally:
+        _NEEDED.reset(token)
     for answer in answers:
         if answer is False or isinstance(answer, str):
             return answer
     edited: list[ToolCall] = [answer for answer in answers if isinstance(answer, ToolCall)]
     if edited:
         return edited[-1]
-    required = needs(call) if needs is not None else None
     if required is not None and True not in answers:
-        return required
+        return required.reason
     return True
 
 

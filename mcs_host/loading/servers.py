@@ -31,7 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcs_host.contract import Tool
-from mcs_host.discovery import parse_entry_points
+from mcs_host.discovery import normalize_name, parse_entry_points
 from mcs_host.interfaces import ToolError
 from mcs_host.orchestration.calls import ToolCall
 from mcs_host.orchestration.orchestrator import Orchestrator
@@ -48,7 +48,7 @@ from mcs_host.trust.verification import TrustPolicy
 from .config import HostConfig, MCPServerSettings
 from .isolating import speak_mcp
 from .planning import ruled_out
-from .plugins import ask_consent
+from .plugins import Approval, ask_consent
 from .records import LoadRecord, Progress, Refused, ServerCheck
 from .stages import Context, valid_tools
 
@@ -90,8 +90,8 @@ def check_server(
     else:
         consent = settings.consent is not False
     trust = entry.trust if registered and entry is not None else None
-    policy = TrustPolicy(
-        allow_unverified=config.trust.allow_unverified,
+    policy = TrustPolicy(  # the server's own allow_unverified allows it alone
+        allow_unverified=config.trust.allow_unverified or settings.allow_unverified,
         allow_extensions=config.trust.allow_extensions,
     )
     if distribution is not None:
@@ -115,12 +115,17 @@ def check_server(
     if not policy.allow_unverified:
         return ServerCheck(
             label, transport, target, "unverified", "not-in-registry",
-            f"{why}; add it to a registry's mcp_servers, or allow unverified code",
+            f"{why}; {_fix(label)}",
             False, consent, command=tuple(command or ()),
         )  # fmt: skip
+    allowed_by = (
+        "the policy allows unverified code"
+        if config.trust.allow_unverified
+        else f"[mcp_servers.{label}] says allow_unverified = true"
+    )
     return ServerCheck(
         label, transport, target, "unverified", "not-in-registry",
-        f"{why}; started because the policy allows unverified code", True, consent,
+        f"{why}; started because {allowed_by}", True, consent,
         command=tuple(command or ()), unverified=(f"the MCP server {target!r}",),
     )  # fmt: skip
 
@@ -224,20 +229,21 @@ def mount_server(
 
 def needs_consent(
     stack: Orchestrator, waivers: Mapping[str, str]
-) -> Callable[[ToolCall], str | None]:
-    """For a call: why it needs a consent plugin's explicit approval (it goes to a server of
+) -> Callable[[ToolCall], Approval | None]:
+    """For a call: the approval it needs from a consent plugin (it goes to a server of
     ``waivers``, which says for each what would waive it), or ``None``."""
 
-    def needs(call: ToolCall) -> str | None:
+    def needs(call: ToolCall) -> Approval | None:
         try:
             label, _ = stack.route(call.name)
         except LookupError:
             return None
         if label not in waivers:
             return None
-        return (
+        return Approval(
+            label,
             f"each call to the MCP server {label!r} needs approval: a host plugin's "
-            f"mcs_host_consent hook must approve it ({waivers[label]})"
+            f"mcs_host_consent hook must approve it ({waivers[label]})",
         )
 
     return needs
@@ -343,7 +349,7 @@ def _check_distribution(
     if own.status in ("missing", "rejected", "revoked"):
         return base
     if own.status == "unverified" and not policy.allow_unverified:
-        return _with(base, message=f"{own.message}; pin it in a registry's libraries")
+        return _with(base, message=f"{own.message}; {_fix(label)}")
     if own.extensions and not policy.allow_extensions:
         names = ", ".join(m.path for m in own.extensions)
         return _with(
@@ -423,9 +429,18 @@ def _same(
     script: str | None,
 ) -> bool:
     argv = entry.argv if entry.command else None
-    if (entry.url, argv, entry.distribution) != (url, command, distribution):
+    named = normalize_name(distribution) if distribution is not None else None
+    if (entry.url, argv, entry.distribution) != (url, command, named):
         return False
     return script is None or entry.script is None or script == entry.script
+
+
+def _fix(label: str) -> str:
+    """What makes the server ``label`` start when no registry vouches for it."""
+    return (
+        f"pin it with `mcs-host lock --server {label}`, or allow it alone unverified "
+        f"(allow_unverified = true in [mcp_servers.{label}])"
+    )
 
 
 def _refused(label: str, reason: str, message: str) -> ServerCheck:

@@ -77,7 +77,9 @@ def verify_installed(
     for done, (kind, discovery, candidate) in enumerate(wanted):
         if progress is not None:
             progress(done, len(wanted), f"verifying {kind} {candidate.label}")
-        verification = verify_candidate(candidate, discovery, index, policy, scans)
+        allowed = kind == "driver" and _allowed_unverified(config, candidate.label)
+        mount = replace(policy, allow_unverified=True) if allowed else policy
+        verification = verify_candidate(candidate, discovery, index, mount, scans)
         record = _record(kind, verification, index, policy, refuse, search, scans)
         if live and kind == "driver" and record.loadable:
             from .isolating import live_check  # noqa: PLC0415 - only with --live
@@ -106,6 +108,15 @@ def verify_installed(
         _origins.host_install().findings,
         startup_findings(search),
         servers,
+    )
+
+
+def _allowed_unverified(config: HostConfig, label: str) -> bool:
+    """Whether a ``[drivers.<label>]`` table that mounts the installed driver ``label`` says
+    ``allow_unverified`` (a load allows that mount, and only it, unverified)."""
+    return any(
+        settings.allow_unverified and settings.enabled and (settings.driver or mount) == label
+        for mount, settings in config.drivers.items()
     )
 
 
