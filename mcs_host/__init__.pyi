@@ -127,6 +127,10 @@ from .trust.verification import (
     verify as verify,
     verify_candidate as verify_candidate,
 )
+from ._reasons import (
+    REASONS as REASONS,
+    Reason as Reason,
+)
 from .trust.importer import (
     check_runtime_meta as check_runtime_meta,
     extension_module_files as extension_module_files,

@@ -1,12 +1,14 @@
-"""Write the README's command table and --json table from the command line itself, or check
-they are current.
+"""Write the README's command table, --json table and reason codes table from the command
+line itself, or check they are current.
 
 The synopsis of each command comes from the same click parameters ``mcs-host COMMAND --help``
-prints, its description from the command's help text, and the --json table from the
-published document schemas, so the README cannot drift from ``--help``.
+prints, its description from the command's help text, the --json table from the published
+document schemas, and the reason codes from the table in ``mcs_host/_reasons.py``, so the
+README cannot drift from ``--help`` or from the fixes the command line prints.
 
-python scripts/gen_cli_docs.py          # rewrite the two tables in README.md
-python scripts/gen_cli_docs.py --check  # exit 1 if README.md differs
+python scripts/gen_cli_docs.py                    # rewrite the three tables in README.md
+python scripts/gen_cli_docs.py --check            # exit 1 if README.md differs
+python scripts/gen_cli_docs.py --only "reason codes"  # rewrite (or --check) one table
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import typer
 
+from mcs_host._reasons import REASONS
 from mcs_host.cli.app import app
 from mcs_host.cli.documents import DOCUMENTS, schema_urn
 
@@ -72,9 +75,28 @@ def json_table() -> str:
     return "\n".join(rows)
 
 
-def render(readme: str) -> str:
-    """``readme`` with both generated tables replaced."""
-    for key, table in (("command table", command_table()), ("json table", json_table())):
+def reasons_table() -> str:
+    """Every reason code with its meaning and its fix, in the table's order."""
+    rows = ["| code | meaning | fix |", "|---|---|---|"]
+    for reason in REASONS.values():
+        fix = reason.fix or "-"
+        if reason.server_fix:
+            fix += f"; an MCP server given by URL or command: {reason.server_fix}"
+        cells = (f"`{reason.code}`", reason.meaning, fix)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)
+
+
+TABLES = {"command table": command_table, "json table": json_table, "reason codes": reasons_table}
+"""Each generated table by the name its markers give it."""
+
+
+def render(readme: str, only: str | None = None) -> str:
+    """``readme`` with the generated tables (or the table ``only``) replaced."""
+    for key, made in TABLES.items():
+        if only is not None and key != only:
+            continue
+        table = made()
         begin, end = BEGIN.format(key), END.format(key)
         pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
         found = pattern.search(readme)
@@ -88,9 +110,10 @@ def render(readme: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    parser.add_argument("--only", choices=sorted(TABLES), help="only this table")
     args = parser.parse_args()
     current = README.read_text("utf-8")
-    wanted = render(current)
+    wanted = render(current, args.only)
     if args.check:
         if wanted != current:
             print(f"{README}: the CLI tables are out of date; run python scripts/gen_cli_docs.py")

@@ -275,6 +275,101 @@ def test_a_host_plugin_no_registry_pins_is_shown_named_when_skipped_and_fatal_wh
     assert "audit-plugin ran" not in ran(scene)
 
 
+# -- every refusal says what to do -------------------------------------------------------------
+
+
+def _after(lines: list[str], start: str) -> str:
+    """The line after the first one that starts with ``start``."""
+    return lines[next(i for i, line in enumerate(lines) if line.startswith(start)) + 1]
+
+
+def test_another_build_under_a_pinned_version_says_bump_or_replace_and_replace_works(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    ran(scene)
+    another = {**pin(scene["wheel"]), "digest": "sha256:" + "0" * 64}  # another build's pin
+    pinned = entry("pinned-driver", "pinned", "pinned_driver:Driver", releases={"1.0.0": another})
+    registry = write_registry(tmp_path / "registry.json", {PINNED_ID: pinned})
+    verified = mcs_host(scene, state, "verify", "pinned", "--registry", registry)
+    assert verified.returncode == 1
+    lines = verified.stdout.splitlines()
+    fix = _after(lines, "pinned: digest-mismatch: pinned-driver 1.0.0: tree digest ")
+    assert fix.startswith("  fix: if you changed it, bump its version (`mcs-host bump VERSION`")
+    assert fix.endswith("if you trust what is installed now, `mcs-host lock pinned --replace`")
+    document = json.loads(
+        mcs_host(scene, state, "verify", "pinned", "--json", "--registry", registry).stdout
+    )
+    (row,) = document["drivers"]
+    assert row["reason"] == "digest-mismatch"
+    assert row["fix"] == fix.removeprefix("  fix: ")
+    # the fix does what it says: lock refuses to re-pin the version without --replace
+    refused = mcs_host(scene, state, "lock", "pinned", "--registry", registry)
+    assert refused.returncode == 2
+    assert "pinned-driver 1.0.0 is already pinned as sha256:000" in refused.stderr
+    replaced = mcs_host(scene, state, "lock", "pinned", "--replace", "--registry", registry)
+    assert replaced.returncode == 0, replaced.stderr
+    again = mcs_host(scene, state, "verify", "pinned", "--registry", registry)
+    assert again.returncode == 0, again.stdout
+    assert "pinned: pinned: matches the pin for 1.0.0" in again.stdout.splitlines()
+    assert "fix:" not in again.stdout
+    assert ran(scene) == []  # verify and lock import nothing
+
+
+def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    state, registry = tmp_path / "state", tmp_path / "registry.json"
+    registry.write_text(scene["bare"].read_text())
+    loaded = mcs_host(scene, state, "load", "loose", "--registry", registry)
+    assert loaded.returncode == 1
+    fix = _after(loaded.stdout.splitlines(), "loose: not-in-registry: no registry knows ")
+    assert fix == (
+        "  fix: check where it came from, then pin what is installed: `mcs-host lock loose`; "
+        "`--allow-unverified` (a driver alone: `allow_unverified = true` in its table) runs it "
+        "unpinned, for development only"
+    )
+    document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
+    fixes = {d["label"]: d["fix"] for d in [*document["drivers"], *document["plugins"]]}
+    assert fixes["loose"] == fix.removeprefix("  fix: ")
+    assert fixes["pinned"] is None  # mounted: nothing to do
+    assert "`mcs-host lock audit`" in fixes["audit"]  # a host plugin is locked by its label
+    called = mcs_host(scene, state, "call", "ping", "--registry", registry)
+    assert called.returncode == 0, called.stderr
+    assert _after(called.stderr.splitlines(), "not mounted loose: not-in-registry: ") == fix
+    # doing what it says mounts it
+    locked = mcs_host(scene, state, "lock", "loose", "--registry", registry)
+    assert locked.returncode == 0, locked.stderr
+    loaded = mcs_host(scene, state, "load", "loose", "--registry", registry)
+    assert loaded.returncode == 0, loaded.stdout
+    assert _columns(loaded.stdout, "STATUS", "VERIFICATION")["loose"] == ("mounted", "pinned")
+    assert "mcs-host lock loose" not in loaded.stdout
+    ran(scene)
+
+
+def test_lock_of_a_driver_its_manifest_does_not_name_says_so_and_what_to_add(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    """A class added to a distribution whose mcs-driver.json names only the old one: lock
+    names the manifest and what it lacks, not a manifest that is not shipped."""
+    project = driver_project(
+        "grown-driver", scene["marker"], "7c1f0000-0000-4000-8000-0000000000c4",
+        label="newer", entry_point="grown_driver:NewDriver",
+    )  # fmt: skip
+    wheel = build_wheel(project.write(tmp_path / "src"), tmp_path / "wheels")
+    done = mcs_host(
+        scene, tmp_path / "state", "lock", "--wheel", wheel, "--registry", tmp_path / "r.json"
+    )
+    assert done.returncode == 2
+    assert "ships no" not in done.stderr
+    assert (
+        "grown-driver 1.0.0: driver 'newer' (grown_driver:NewDriver): grown_driver/"
+        "mcs-driver.json names Driver, not 'NewDriver': add the meta of NewDriver to its "
+        '"drivers" and release again, or give its id with --id newer=ID'
+    ) in " ".join(done.stderr.split())
+    assert not (tmp_path / "r.json").exists()
+
+
 # -- progress and colour: on a terminal, and only there ------------------------------------------
 
 

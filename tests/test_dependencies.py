@@ -50,8 +50,9 @@ if os.environ.get("SWAP_HELPER_LIB"):
 
 def _library(name: str, markers: Path) -> Project:
     module = name.replace("-", "_")
-    code = MARK.format(markers=str(markers), name=name) + "ANSWER = 42\n"
-    return Project(name, files={f"{module}/__init__.py": code})
+    code = MARK.format(markers=str(markers), name=name) + "ANSWER = 42\nfrom . import one, two\n"
+    parts = {f"{module}/{part}.py": "" for part in ("one", "two")}
+    return Project(name, files={f"{module}/__init__.py": code, **parts})
 
 
 def _driver(label: str, markers: Path) -> Project:
@@ -175,6 +176,33 @@ def test_an_unpinned_dependency_is_reported_and_refused_under_the_strict_policy(
     assert (status, reason) == ("rejected", "unverified-dependency")
     # refused before import: neither the driver nor its library ran
     assert not {"declares", "helper-lib"} & ran(scene)
+
+
+def test_modules_imported_unverified_are_one_line_per_distribution_named_with_verbose(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(f"registries = {[str(scene['root'] / 'drivers-only.json')]!r}\n")
+
+    def imported(*options: str) -> list[str]:
+        done = scene["venv"].run(
+            "mcs-host", "load", "declares", "--config", config, *options,
+            env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return [line for line in done.stdout.splitlines() if "unverified-import" in line]
+
+    counted = (
+        "declares: WARNING: unverified-import: 3 modules of helper-lib imported from unverified "
+        "files (an unverified dependency of declares-driver the policy allows)"
+    )
+    assert imported() == [counted]
+    named = f"{counted}; modules: helper_lib, helper_lib.one, helper_lib.two"
+    assert imported("-v") == imported("--verbose") == [named]
+    warnings = load(scene, tmp_path, "drivers-only.json", labels=("declares",))["declares"][2]
+    assert [w for w in warnings if w.startswith("unverified-import")] == [
+        named.removeprefix("declares: WARNING: ")
+    ]
 
 
 def test_a_tampered_dependency_refuses_the_driver_before_any_code_runs(

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mcs_host._places",
         "mcs_host._version",
         "mcs_host._descendants",
+        "mcs_host._reasons",
     ),
 )
 

@@ -143,7 +143,29 @@ def test_the_readme_command_line_tables_are_what_help_and_the_schemas_say() -> N
         ).stdout
         options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", synopsis))
         listed = helped.partition("\nOptions:\n")[2]
-        shown = set(re.findall(r"^  (--[a-z][a-z-]*)", listed, flags=re.MULTILINE)) - {"--help"}
+        shown = set(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z][a-z-]*)", listed, flags=re.MULTILINE)) - {"--help"}
         assert options == shown, f"{name}: README {sorted(options)}, --help {sorted(shown)}"
         for placeholder in re.findall(r"\b[A-Z][A-Z.=_]*[A-Z]\b", synopsis):
             assert placeholder in helped, f"{name}: {placeholder} is not in its --help"
+
+
+def test_the_reason_codes_table_is_the_table_the_command_line_prints_fixes_from() -> None:
+    """Generated from ``mcs_host/_reasons.py`` (``scripts/gen_cli_docs.py --only "reason
+    codes"``): a code, meaning or fix changed there and not here fails."""
+    from mcs_host._reasons import REASONS
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_cli_docs", ROOT / "scripts" / "gen_cli_docs.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    gen_cli_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_cli_docs)
+    section = README.split("\n### Reason codes\n", 1)[1].split("\n### ", 1)[0]
+    block = section.split("<!-- begin: reason codes (scripts/gen_cli_docs.py) -->\n", 1)[1]
+    table = block.split("\n<!-- end: reason codes -->", 1)[0]
+    assert table == gen_cli_docs.reasons_table()
+    rows = table.splitlines()[2:]
+    assert [row.split(" | ", 1)[0] for row in rows] == [f"| `{code}`" for code in REASONS]
+    for row, reason in zip(rows, REASONS.values(), strict=True):
+        assert f" | {reason.meaning} | {reason.fix or '-'}" in row.replace("\\|", "|")

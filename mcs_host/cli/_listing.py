@@ -7,11 +7,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from mcs_host._reasons import REASONS
 from mcs_host.discovery import Candidate, Discovery
 
 from ._schema import schema_urn
 
 if TYPE_CHECKING:
+    from mcs_host import discovery
+
     from .documents import ListDocument, ListedDriver, Problem, Server
 
 __all__ = ["Trust", "render_listing", "table"]
@@ -61,11 +64,22 @@ def _problems_json(found: Discovery) -> list[Problem]:
         {
             "code": p.code,
             "message": p.message,
+            "fix": _fix(p),
             "labels": list(p.labels),
             "distributions": list(p.distributions),
         }
         for p in found.problems
     ]
+
+
+def _fix(problem: discovery.Problem) -> str | None:
+    """What to do about ``problem``, with its label and distribution when it names one."""
+    reason = REASONS.get(problem.code)
+    if reason is None:
+        return None
+    label = problem.labels[0] if len(problem.labels) == 1 else None
+    distribution = problem.distributions[0] if len(problem.distributions) == 1 else None
+    return reason.fix_for(label, distribution) or None
 
 
 def _decided(candidate: Candidate, kind: str, trust: Trust | None) -> tuple[str | None, str | None]:
@@ -129,7 +143,9 @@ def _listing_text(
         lines.append("")
     drivers, hosted = len(found.candidates), len(plugins.candidates)
     problems = (*found.problems, *plugins.problems)
-    lines += [f"  {problem.code}: {problem.message}" for problem in problems]
+    for problem in problems:
+        fix = _fix(problem)
+        lines += [f"  {problem.code}: {problem.message}", *([f"    fix: {fix}"] if fix else [])]
     summary = (
         f"{drivers} driver{'' if drivers == 1 else 's'}, {hosted} host "
         f"plugin{'' if hosted == 1 else 's'}, {len(problems)} "

@@ -5,28 +5,56 @@ the version goes up when a key is removed or changes meaning, not when one is ad
 ``scripts/gen_schemas.py`` publishes them as ``mcs_host/schemas/cli-<command>.schema.json``
 beside the contract's schemas. Plain :class:`~typing.TypedDict` classes, so the commands
 that print them import no pydantic.
+
+One module: the documents share their parts (a mount, a server, a reason code), and the
+published schemas are made from this one place.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 if sys.version_info >= (3, 12):
     from typing import TypedDict
 else:  # pydantic, which writes the published schemas, needs this one before 3.12
     from typing_extensions import TypedDict
 
+from mcs_host._reasons import REASONS
+
 from ._schema import schema_urn
 
 __all__ = ["DOCUMENTS", "schema_urn"]
 
 
+class _OneOf:
+    """Annotation metadata: the published schema of a string lists the values it may take.
+    Read only by pydantic, which writes the schemas (this module does not import it)."""
+
+    def __init__(self, values: tuple[str, ...], description: str) -> None:
+        self.values = values
+        self.description = description
+
+    def __get_pydantic_json_schema__(self, core: Any, handler: Any) -> Any:
+        schema = handler(core)
+        schema.update(enum=list(self.values), description=self.description)
+        return schema
+
+
+ReasonCode = Annotated[
+    str,
+    _OneOf(tuple(REASONS), 'A reason code; the README\'s "Reason codes" table says each.'),
+]
+"""A code of :data:`mcs_host._reasons.REASONS`."""
+
+
 class Problem(TypedDict):
     """A problem discovery found, naming the labels and distributions involved."""
 
-    code: str
+    code: ReasonCode
     message: str
+    fix: str | None
+    """What to do about it; null when nothing is to be done."""
     labels: list[str]
     distributions: list[str]
 
@@ -43,7 +71,7 @@ class ListedDriver(TypedDict):
     """True for a driver a registry declares (its distribution ships no entry point)."""
     location: str
     metadata_path: str
-    problems: list[str]
+    problems: list[ReasonCode]
     verification: str | None
     """``pinned``, ``signed``, ``unverified``, ``revoked`` or ``rejected``; null with
     ``--no-verify`` or when a discovery problem keeps it from being verified."""
@@ -61,8 +89,10 @@ class Server(TypedDict):
     trust: str | None
     allowed: bool
     consent: bool
-    reason: str
+    reason: ReasonCode
     message: str
+    fix: str | None
+    """What to do about ``reason``; null when nothing is to be done."""
     distribution: str | None
     version: str | None
     unverified: list[str]
@@ -86,7 +116,7 @@ class ListDocument(TypedDict):
 
 
 class Finding(TypedDict):
-    code: str
+    code: ReasonCode
     path: str
     message: str
 
@@ -97,13 +127,17 @@ class Dependency(TypedDict):
     required_by: str
     declared: bool
     status: str
-    reason: str
+    reason: ReasonCode
     message: str
+    fix: str | None
+    """What to do about ``reason``; null when nothing is to be done."""
 
 
 class ReasonMessage(TypedDict):
-    reason: str
+    reason: ReasonCode
     message: str
+    fix: str | None
+    """What to do about ``reason``; null when nothing is to be done."""
 
 
 class Live(TypedDict):
@@ -128,8 +162,10 @@ class VerifiedDriver(TypedDict):
     allowed: bool
     loadable: bool
     verified: bool
-    reason: str
+    reason: ReasonCode
     message: str
+    fix: str | None
+    """What to do about ``reason``; null when nothing is to be done."""
     refusal: ReasonMessage | None
     unverified: list[str]
     driver_id: str | None
@@ -174,8 +210,10 @@ class Mount(TypedDict):
     distribution: str | None
     version: str | None
     status: Literal["mounted", "skipped", "rejected", "failed"]
-    reason: str
+    reason: ReasonCode
     message: str
+    fix: str | None
+    """What to do about ``reason``; null when nothing is to be done."""
     verification: str | None
     trust: str | None
     tools: list[str]

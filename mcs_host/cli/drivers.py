@@ -39,10 +39,13 @@ from .options import (
     SetOption,
     StrictOption,
     ThresholdOption,
+    VerboseOption,
     config_from_options,
     fail,
 )
 from .render import (
+    fix_lines,
+    record_subject,
     report_json,
     report_text,
     server_json,
@@ -103,8 +106,10 @@ def list_drivers(
             for r in report.records
         }
         if not as_json:
-            for _, message in report.registry_errors:
+            for reason, message in report.registry_errors:
                 typer.echo(f"registry refused: {message}", err=True)
+                for line in fix_lines(reason):
+                    typer.echo(line, err=True)
         # drivers a registry declares for distributions that ship no entry point
         declared = [
             r.verification.candidate
@@ -251,6 +256,7 @@ def load_command(
     model: Annotated[
         str | None, typer.Option("--model", help="The model the prompt is for.", metavar="NAME")
     ] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Discover, verify, check, import and mount the drivers; show the load report: each
     mount's status, verification and trust, and the tools under their final names.
@@ -280,7 +286,7 @@ def load_command(
         write_document(json.dumps(document, indent=2, default=str))
     else:
         colour = use_colour()
-        typer.echo(report_text(report, loaded, colour), color=colour)
+        typer.echo(report_text(report, loaded, colour, verbose), color=colour)
         if prompt and loaded is not None:
             typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
     if not report.ok:
@@ -544,6 +550,9 @@ def loaded_or_exit(
         elif record.status in ("rejected", "failed"):
             message = f"not mounted {what}{record.label}: {record.reason}: {record.message}"
             typer.echo(message, err=True)
+            subject = record_subject(record)
+            for line in fix_lines(record.reason, record.label, record.distribution, subject):
+                typer.echo(line, err=True)
     if loaded is None or not report.ok:
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)

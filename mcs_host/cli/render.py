@@ -1,9 +1,18 @@
-"""The load and verify reports as text tables and as JSON documents."""
+"""The load and verify reports as text tables and as JSON documents.
+
+Under each refusal the text says what to do (``fix:``) and the JSON gives the same as
+``"fix"``, from the table of :mod:`mcs_host._reasons`, with the label filled in.
+
+One module: each report's text and its JSON side by side, so what one says the other says.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from mcs_host._reasons import REASONS, Subject
+from mcs_host.loading.records import MODULES
 
 from ._listing import table
 from .documents import (
@@ -25,6 +34,68 @@ if TYPE_CHECKING:
         VerifyRecord,
         VerifyReport,
     )
+    from mcs_host.trust.dependencies import DependencyCheck
+
+
+def fix(
+    code: str,
+    label: str | None = None,
+    distribution: str | None = None,
+    subject: Subject = "driver",
+) -> str | None:
+    """What to do about ``code`` for ``label`` (of ``distribution``); ``None`` when there is
+    nothing to do or the code is not a reason code."""
+    reason = REASONS.get(code)
+    return (reason.fix_for(label, distribution, subject) or None) if reason else None
+
+
+def fix_lines(
+    code: str,
+    label: str | None = None,
+    distribution: str | None = None,
+    subject: Subject = "driver",
+    indent: str = "  ",
+) -> list[str]:
+    """The ``fix:`` line printed under a refusal with ``code``, or none."""
+    found = fix(code, label, distribution, subject)
+    return [f"{indent}fix: {found}"] if found else []
+
+
+def brief(note: str, verbose: bool = False) -> str:
+    """A warning as the text shows it: an ``unverified-import`` note names its modules only
+    when ``verbose``."""
+    return note if verbose else note.partition(MODULES)[0]
+
+
+def record_subject(record: LoadRecord) -> Subject:
+    """What a load record is about, for its fix: an MCP server from a distribution is pinned
+    as a library, one given by URL or command is described in a registry."""
+    if record.kind != "mcp":
+        return "driver"
+    return "library" if record.distribution else "server"
+
+
+def _server_subject(s: ServerCheck) -> Subject:
+    return "library" if s.distribution else "server"
+
+
+def _dependency_fix(label: str, d: DependencyCheck) -> str | None:
+    return fix(d.reason, label, d.distribution, "library")
+
+
+def _refusal_fix(r: VerifyRecord) -> str | None:
+    """The fix for why load would refuse ``r`` after verification: for a dependency refused
+    or unverified, that dependency's own fix."""
+    assert r.refusal is not None
+    wanted = {
+        "dependency-rejected": ("rejected", "revoked"),
+        "unverified-dependency": ("unverified",),
+    }
+    statuses = wanted.get(r.refusal[0], ())
+    culprit = next((d for d in r.dependencies if d.status in statuses), None)
+    if culprit is not None:
+        return _dependency_fix(r.label, culprit)
+    return fix(r.refusal[0], r.label, r.verification.candidate.distribution)
 
 
 def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocument:
@@ -42,7 +113,10 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
             "verified": r.verified,
             "reason": v.reason,
             "message": v.message,
-            "refusal": {"reason": r.refusal[0], "message": r.refusal[1]} if r.refusal else None,
+            "fix": fix(v.reason, r.label, v.candidate.distribution),
+            "refusal": {"reason": r.refusal[0], "message": r.refusal[1], "fix": _refusal_fix(r)}
+            if r.refusal
+            else None,
             "unverified": list(r.unverified),
             "driver_id": v.driver_id,
             "digest": v.digest,
@@ -63,6 +137,7 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
                     "status": d.status,
                     "reason": d.reason,
                     "message": d.message,
+                    "fix": _dependency_fix(r.label, d),
                 }
                 for d in r.dependencies
             ],
@@ -83,7 +158,8 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
         "ok": report.ok,
         "registries": list(report.registries),
         "registry_errors": [
-            {"reason": reason, "message": message} for reason, message in report.registry_errors
+            {"reason": reason, "message": message, "fix": fix(reason)}
+            for reason, message in report.registry_errors
         ],
         "missing": list(report.missing),
         "drivers": [record(r) for r in report.records if r.kind == "driver"],
@@ -106,6 +182,7 @@ def server_json(s: ServerCheck) -> Server:
         "consent": s.consent,
         "reason": s.reason,
         "message": s.message,
+        "fix": fix(s.reason, s.label, s.distribution, _server_subject(s)),
         "distribution": s.distribution,
         "version": s.version,
         "unverified": list(s.unverified),
@@ -133,13 +210,15 @@ def servers_text(servers: Sequence[ServerCheck], colour: bool = False) -> list[s
     for s in servers:
         seen = "its code is never seen here" if s.transport == "http" else ""
         lines.append(f"{s.label}: {s.reason}: {s.message}" + (f" ({seen})" if seen else ""))
+        lines += fix_lines(s.reason, s.label, s.distribution, _server_subject(s))
         lines += [f"{s.label}: UNVERIFIED CODE would run: {u}" for u in s.unverified]
     return lines
 
 
 def verify_text(report: VerifyReport, colour: bool = False) -> str:
     lines = [f"Registries: {', '.join(report.registries) if report.registries else 'none'}"]
-    lines += [f"  refused: {message}" for _, message in report.registry_errors]
+    for reason, message in report.registry_errors:
+        lines += [f"  refused: {message}", *fix_lines(reason, indent="    ")]
     lines.append("")
     rows = []
     for r in report.records:
@@ -173,11 +252,14 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
     for r in report.records:
         v = r.verification
         lines.append(f"{r.label}: {v.reason}: {v.message}")
+        lines += fix_lines(v.reason, r.label, v.candidate.distribution)
         lines += [f"{r.label}: WARNING: {w}" for w in v.warnings]
         if r.refusal is not None:
             lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
+            found = _refusal_fix(r)
+            lines += [f"  fix: {found}"] if found else []
         elif r.loadable:
-            lines += [f"{r.label}: UNVERIFIED CODE would run: {u}" for u in r.unverified]
+            lines += _unverified_lines(r)
         if r.live is not None:
             lines.append(f"{r.label}: live: {_live(r)}")
     lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
@@ -209,6 +291,20 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _unverified_lines(r: VerifyRecord) -> list[str]:
+    """The unverified code load would run for ``r``, each dependency with its fix (the
+    driver's own is under its reason already)."""
+    dependencies = [d for d in r.dependencies if d.status == "unverified"]
+    own = len(r.unverified) - len(dependencies)  # 1: the driver itself is unverified
+    lines = []
+    for n, what in enumerate(r.unverified):
+        lines.append(f"{r.label}: UNVERIFIED CODE would run: {what}")
+        if own >= 0 and n >= own:
+            found = _dependency_fix(r.label, dependencies[n - own])
+            lines += [f"  fix: {found}"] if found else []
+    return lines
+
+
 def _live(r: VerifyRecord) -> str:
     live = r.live
     assert live is not None
@@ -232,6 +328,7 @@ def report_json(
             "status": r.status,
             "reason": r.reason,
             "message": r.message,
+            "fix": fix(r.reason, r.label, r.distribution, record_subject(r)),
             "verification": r.verification,
             "trust": r.trust,
             "tools": list(r.tools),
@@ -261,9 +358,13 @@ def report_json(
     }
 
 
-def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False) -> str:
-    """The load report as a table and its notes; mounts left out because other labels were
-    asked for are counted in one line, not listed (``--json`` lists them)."""
+def report_text(
+    report: LoadReport, loaded: Loaded | None, colour: bool = False, verbose: bool = False
+) -> str:
+    """The load report as a table and its notes, a ``fix:`` line under each mount that did not
+    mount; mounts left out because other labels were asked for are counted in one line, not
+    listed (``--json`` lists them); the modules imported unverified are counted per
+    distribution, and named only when ``verbose``."""
     lines = [f"  registry refused: {e}" for e in report.registry_errors]
     shown = [r for r in report.records if r.reason != "not-requested"]
     others = len(report.records) - len(shown)
@@ -300,9 +401,10 @@ def report_text(report: LoadReport, loaded: Loaded | None, colour: bool = False)
     for r in (*shown, *report.plugins):
         if r.status != "mounted":
             lines.append(f"{r.label}: {r.reason}: {r.message}")
+            lines += fix_lines(r.reason, r.label, r.distribution, record_subject(r))
         elif r.isolation == "process":
             lines.append(f"{r.label}: isolated: runs in a process of its own")
-        lines += [f"{r.label}: WARNING: {w}" for w in r.warnings]
+        lines += [f"{r.label}: WARNING: {brief(w, verbose)}" for w in r.warnings]
     tools = loaded.driver.list_tools() if loaded is not None else []
     if loaded is not None and tools:
         lines.append("Tools:")

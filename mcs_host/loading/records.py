@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from mcs_host._reasons import known_reason
+
 if TYPE_CHECKING:
     from mcs_host.orchestration.orchestrator import Orchestrator
     from mcs_host.trust.dependencies import DependencyCheck
@@ -35,6 +37,10 @@ Progress = Callable[[int, int, str], None]
 """Told ``(done, total, what)`` before each step of a long operation (the command line
 shows it on a terminal)."""
 
+MODULES = "; modules: "
+"""Where an ``unverified-import`` note (one per distribution) starts naming its modules: the
+command line shows them only with ``--verbose``."""
+
 Status = Literal["mounted", "skipped", "rejected", "failed"]
 Kind = Literal["driver", "plugin"]
 
@@ -52,7 +58,8 @@ class Plan:
 
 
 class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadRecord
-    """A stage's decision that a mount does not go ahead: status, reason code and message."""
+    """A stage's decision that a mount does not go ahead: status, reason code (one of
+    :data:`~mcs_host._reasons.REASONS`, or :class:`ValueError`) and message."""
 
     def __init__(
         self,
@@ -65,7 +72,7 @@ class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadR
     ) -> None:
         super().__init__(message)
         self.status: Status = status
-        self.reason = reason
+        self.reason = known_reason(reason)
         self.message = message
         self.trace = trace
         self.notes = notes
@@ -82,8 +89,8 @@ class LoadRecord:
     """The label it is mounted under."""
     status: Status
     reason: str
-    """A code: ``mounted``, ``not-requested``, ``denied``, ``file-modified``,
-    ``incompatible-host``, ``constructor-error``, ``timeout``, ``invalid-tools``..."""
+    """A code of :data:`~mcs_host._reasons.REASONS`: ``mounted``, ``not-requested``,
+    ``denied``, ``file-modified``, ``constructor-error``, ``timeout``, ``invalid-tools``..."""
     message: str
     driver: str | None = None
     """The installed driver's label it comes from; ``None`` for an in-process driver."""
@@ -107,6 +114,10 @@ class LoadRecord:
     isolation: Literal["process", "remote"] | None = None
     """``process``: it runs in a child process of its own, served over MCP; ``remote``: an
     MCP server reached over HTTP, whose code this host never sees."""
+
+    def __post_init__(self) -> None:
+        if self.reason:  # empty only while the host is still deciding
+            known_reason(self.reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +234,9 @@ class ServerCheck:
     entry_point: str | None = None
     """A server from a distribution: the ``module:attribute`` its console script runs."""
 
+    def __post_init__(self) -> None:
+        known_reason(self.reason)
+
 
 @dataclass(frozen=True, slots=True)
 class LiveCheck:
@@ -253,6 +267,10 @@ class VerifyRecord:
     it unverified, and its unverified dependencies."""
     live: LiveCheck | None = None
     """How starting it in a process of its own went (``verify --live``)."""
+
+    def __post_init__(self) -> None:
+        if self.refusal is not None:
+            known_reason(self.refusal[0])
 
     @property
     def label(self) -> str:

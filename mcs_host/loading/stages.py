@@ -7,6 +7,9 @@ raises :class:`~mcs_host.loading.records.Refused`; none keeps state for another.
 :func:`probe_health`, :func:`list_tools`, and :func:`gate_findings` (what the import gate saw
 while the driver's code ran). Driver code runs only in a worker thread bounded by the
 driver's timeout (:func:`bounded`).
+
+One module: the stages are one sequence that shares the context and the refusals, and each
+reads best beside the stage before it.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from .compat import (
     version_problem,
 )
 from .config import DriverSettings, HostConfig
-from .records import Plan, Refused
+from .records import MODULES, Plan, Refused
 from .reference import ReferenceToolDriver, is_reference_driver
 
 if TYPE_CHECKING:
@@ -283,14 +286,19 @@ def list_tools(
 
 def gate_findings(ctx: Context, mark: int, own: str = "") -> tuple[tuple[str, ...], str | None]:
     """What the import gate allowed and refused since ``mark``, as notes (leaving out the
-    modules of ``own``, the driver itself), and the first refusal's message."""
-    notes: list[str] = []
+    modules of ``own``, the driver itself), and the first refusal's message. The modules
+    imported unverified are one note per distribution (a module of none: per directory),
+    naming them after :data:`~mcs_host.loading.records.MODULES`."""
+    groups: dict[tuple[str, str], dict[str, None]] = {}
     for allowed in ctx.gate.allowed(mark):
         if allowed.distribution != own:
-            notes.append(
-                f"unverified-import: imported {allowed.module} from {allowed.distribution} "
-                f"({allowed.why}), which is not verified"
-            )
+            where = allowed.distribution or f"no distribution ({os.path.dirname(allowed.origin)})"
+            groups.setdefault((where, allowed.why), {})[allowed.module] = None
+    notes = [
+        f"unverified-import: {len(names)} module{'s' if len(names) > 1 else ''} of {where} "
+        f"imported from unverified files ({why}){MODULES}{', '.join(names)}"
+        for (where, why), names in groups.items()
+    ]
     refused = ctx.gate.refusals(mark)
     notes += [f"import-refused: {refusal.message}" for refusal in refused]
     return tuple(dict.fromkeys(notes)), refused[0].message if refused else None
@@ -312,10 +320,17 @@ def bounded(func: Callable[[], Any], timeout: float, stage: str) -> Any:
             if stage == "constructor" and isinstance(error, TypeError)
             else ""
         )
-        code = "constructor-error" if stage == "constructor" else f"{stage.replace('_', '-')}-error"
-        raise Refused(
-            "failed", code, f"{stage} raised {summary(error)}{hint}", trace(error)
-        ) from None
+        message = f"{stage} raised {summary(error)}{hint}"
+        raise Refused("failed", _RAISED[stage], message, trace(error)) from None
+
+
+_RAISED = {
+    "constructor": "constructor-error",
+    "autostart": "autostart-error",
+    "healthcheck": "healthcheck-error",
+    "list_tools": "list-tools-error",
+}
+"""The reason code of each stage of :func:`bounded` that raised."""
 
 
 def summary(exc: BaseException) -> str:

@@ -25,6 +25,7 @@ from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from mcs_host._reasons import known_reason
 from mcs_host.discovery import (
     installed_copies,
     installed_distribution,
@@ -82,6 +83,10 @@ class DependencyCheck:
     files: tuple[str, ...] = ()
     """Its installed files (paths under ``location``), read for a dependency the policy may
     allow though unverified."""
+
+    def __post_init__(self) -> None:
+        if self.reason:  # empty only in the template the checks are made from
+            known_reason(self.reason)
 
 
 def host_environment() -> frozenset[str]:

@@ -114,6 +114,9 @@ class Release:
     wheel_sha256: str | None = None
     groups: Mapping[str, str] = field(default_factory=dict)
     """Label -> its entry point group (``mcs.drivers`` or ``mcs.host_plugins``)."""
+    unnamed: Mapping[str, str] = field(default_factory=dict)
+    """Label -> what its module's manifest names instead of its object (a manifest that
+    lacks a driver added later)."""
 
     @property
     def project(self) -> str:
@@ -137,10 +140,7 @@ class Release:
             meta = self.metas.get(label)
             driver_id = meta.id if meta is not None else (ids or {}).get(label)
             if driver_id is None:
-                raise ValueError(
-                    f"{self.distribution} {self.version}: driver {label!r} ships no "
-                    f"{MANIFEST_FILE}; give its id"
-                )
+                raise ValueError(self.no_id(label, value))
             trust = meta.trust if meta is not None else None
             drivers.append(ReleaseDriver(label=label, object=value, id=driver_id, trust=trust))
         return ReleaseStatement(
@@ -150,6 +150,22 @@ class Release:
             files=pin.files,
             bytes=pin.bytes,
             drivers=tuple(drivers),
+        )
+
+    def no_id(self, label: str, value: str) -> str:
+        """Why the driver ``label`` (``value``, its entry point) has no id, and what gives it
+        one."""
+        given = f"give its id with --id {label}=ID"
+        unnamed = self.unnamed.get(label)
+        if unnamed is None:
+            return (
+                f"{self.distribution} {self.version}: driver {label!r} ships no "
+                f"{MANIFEST_FILE}; {given}"
+            )
+        attr = value.partition(":")[2].strip()
+        return (
+            f"{self.distribution} {self.version}: driver {label!r} ({value}): {unnamed}: add "
+            f'the meta of {attr} to its "drivers" and release again, or {given}'
         )
 
     def _why_not(self) -> str:
@@ -178,6 +194,7 @@ def _describe(
         ]
     listed = {e.path for e in scan.digest.entries} if scan.digest is not None else set()
     metas: dict[str, DriverMeta] = {}
+    unnamed: dict[str, str] = {}
     manifests: dict[str, DriverManifest | None] = {}
     for label, value in entries:
         module, _, attr = value.partition(":")
@@ -192,8 +209,19 @@ def _describe(
         manifest = manifests[path]
         if manifest is not None and attr.strip() in manifest.drivers:
             metas[label] = manifest.drivers[attr.strip()]
+        elif manifest is not None:
+            named = ", ".join(sorted(manifest.drivers)) or "no driver"
+            unnamed[label] = f"{path} names {named}, not {attr.strip()!r}"
     return Release(
-        distribution, version, scan, tuple(entries), metas, tuple(problems), wheel_sha256, groups
+        distribution,
+        version,
+        scan,
+        tuple(entries),
+        metas,
+        tuple(problems),
+        wheel_sha256,
+        groups,
+        unnamed,
     )
 
 
@@ -404,10 +432,7 @@ def lock(
             meta = release.metas.get(label)
             driver_id = meta.id if meta is not None else (ids or {}).get(label)
             if driver_id is None:
-                raise ValueError(
-                    f"{release.distribution}: driver {label!r} ships no {MANIFEST_FILE}; "
-                    "give its id"
-                )
+                raise ValueError(release.no_id(label, value))
             entry = drivers.get(driver_id) or DriverEntry(
                 distribution=release.project,
                 label=label,
@@ -439,7 +464,7 @@ def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
     known = entry.pin_for(release.version)
     if known is not None and known.digest != pin.digest and not replace:
         raise RegistryError(
-            "pinned",
+            "digest-mismatch",
             f"{release.distribution} {release.version} is already pinned as "
             f"{known.digest}, these files are {pin.digest}; a rebuild with other "
             "contents should get a new version (or lock with replace)",

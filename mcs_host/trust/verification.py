@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from mcs_host._files import MANIFEST_LIMIT, InputError, loads_json, read_bytes
+from mcs_host._reasons import known_reason
 from mcs_host.contract import DriverManifest, DriverMeta
 from mcs_host.discovery import Candidate, Discovery, normalize_name
 from mcs_host.interfaces import MANIFEST_FILE
@@ -71,7 +72,8 @@ class Verification:
     candidate: Candidate
     status: Status
     reason: str
-    """A code: ``pinned``, ``signed``, ``not-in-registry``, ``file-modified``, ``typosquat``..."""
+    """A code of :data:`~mcs_host._reasons.REASONS`: ``pinned``, ``signed``,
+    ``not-in-registry``, ``file-modified``, ``typosquat``..."""
     message: str
     allowed: bool
     """Whether the policy lets this driver be imported."""
@@ -85,6 +87,9 @@ class Verification:
     """The files importing the entry point executes, outermost first."""
     signers: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        known_reason(self.reason)
 
     @property
     def digest(self) -> str | None:

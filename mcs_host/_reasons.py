@@ -1,0 +1,556 @@
+"""Reason codes: every code the host reports for a driver, a host plugin, an MCP server, a
+dependency or a registry, with what it means and what to do about it.
+
+One table, read by everything that makes or shows a reason: :class:`~mcs_host.loading.records.
+Refused`, :class:`~mcs_host.trust.verification.Verification` and the load records refuse a code
+that is not in it; the command line prints a ``fix:`` line from it under each refusal; the
+``--json`` schemas publish its codes as an enum; the README's "Reason codes" table is generated
+from it (``scripts/gen_cli_docs.py``). Standard library only, so every layer may read it.
+
+A fix names the command when there is one. ``LABEL`` stands for the label of the driver,
+host plugin or MCP server and ``DISTRIBUTION`` for its distribution (both filled in where they
+are known); ``VERSION`` and ``NAME`` are for the reader to choose. A dependency, or an MCP
+server run from a distribution, is pinned as a library: its fix says ``mcs-host lock
+--distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``.
+
+One module: the table is one specification, and splitting it would give a code two homes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+__all__ = ["REASONS", "Reason", "known_reason"]
+
+Subject = Literal["driver", "library", "server"]
+"""What a reason is about: an installed driver or host plugin (``driver``), a distribution
+pinned as a library (a dependency, an MCP server run from its distribution), or an MCP server
+given by URL or command (``server``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One reason code: what it means and what to do about it."""
+
+    code: str
+    meaning: str
+    fix: str = ""
+    """What to do, with the placeholders of the module's docstring; empty when nothing is
+    wrong."""
+    server_fix: str = ""
+    """What to do instead for an MCP server given by URL or command, when that differs."""
+
+    def fix_for(
+        self, label: str | None = None, distribution: str | None = None, subject: Subject = "driver"
+    ) -> str:
+        """The fix with ``label`` and ``distribution`` filled in for ``subject``; empty when
+        there is nothing to do."""
+        text = self.server_fix if subject == "server" and self.server_fix else self.fix
+        if subject == "library":  # pinned as a library; a driver's own allowance is not its
+            text = text.replace("mcs-host lock LABEL", "mcs-host lock --distribution DISTRIBUTION")
+            text = text.split("; `--allow-unverified`", 1)[0]
+        if label:
+            text = re.sub(r"\bLABEL\b", label.replace("\\", "\\\\"), text)
+        if distribution:
+            text = re.sub(r"\bDISTRIBUTION\b", distribution.replace("\\", "\\\\"), text)
+        return text
+
+
+_REINSTALL = (
+    "reinstall the release: `pip install --force-reinstall --no-deps DISTRIBUTION` (if you "
+    "did not change its files yourself, find out what did first)"
+)
+_PUBLISHER = "its publisher fixes it and releases a new version (`mcs-host check` in the project)"
+_LOCK_OR_ALLOW = (
+    "check where it came from, then pin what is installed: `mcs-host lock LABEL`; "
+    "`--allow-unverified` (a driver alone: `allow_unverified = true` in its table) runs it "
+    "unpinned, for development only"
+)
+
+_TABLE = (
+    # -- what a registry decides about one release (driver, host plugin, dependency) --------
+    Reason("pinned", "its files match the registry's pin for this version"),
+    Reason("signed", "a publisher key the registry trusts for this driver signed these files"),
+    Reason(
+        "not-in-registry",
+        "no registry pins it or knows its driver id, so nothing vouches for its files",
+        _LOCK_OR_ALLOW,
+        "if you trust it, pin the server as your configuration names it: `mcs-host lock "
+        "--server LABEL`; `allow_unverified = true` in its [mcp_servers.LABEL] table starts "
+        "it unvouched, for development only",
+    ),
+    Reason(
+        "no-pin-or-signature",
+        "a registry knows the driver, but neither pins this version nor has a publisher "
+        "signature for it",
+        "install a version the registry pins, or check this release and pin it: "
+        "`mcs-host lock LABEL`",
+    ),
+    Reason(
+        "no-pin",
+        "a registry knows the library, but does not pin this version",
+        "install a version the registry pins, or check this release and pin it: "
+        "`mcs-host lock --distribution DISTRIBUTION`",
+    ),
+    Reason(
+        "digest-mismatch",
+        "its files differ from the registry's pin for this version: RECORD was rewritten to "
+        "match them, or it is another build of the same version",
+        "if you changed it, bump its version (`mcs-host bump VERSION` in its project), "
+        "install that release and lock it; if you trust what is installed now, "
+        "`mcs-host lock LABEL --replace`",
+    ),
+    Reason(
+        "revoked",
+        "the registry revokes this version (the message says why)",
+        "install another version the registry pins",
+    ),
+    Reason(
+        "below-minimum",
+        "its version is below the registry's `minimum_version` (no downgrades)",
+        "upgrade to a version the registry pins: `pip install --upgrade DISTRIBUTION`",
+    ),
+    Reason(
+        "version-not-allowed",
+        "its version is outside the registry's allowed `versions`",
+        "install a version the registry allows and pins",
+    ),
+    Reason(
+        "invalid-version",
+        "its version is not a PEP 440 version",
+        "its publisher releases it with a valid version",
+    ),
+    Reason(
+        "registry-conflict",
+        "two registries disagree about it (its distribution, its object, or a version's pin)",
+        "make the registries agree, or name only the one you trust with `--registry FILE`",
+    ),
+    Reason(
+        "typosquat",
+        "it claims a driver id the registry gives to another distribution",
+        "uninstall DISTRIBUTION unless you know why it claims that id: it may impersonate "
+        "the registered driver",
+    ),
+    Reason(
+        "id-mismatch",
+        "its manifest declares another driver id than the registry's entry for its distribution",
+        "reinstall the release the registry knows; if the new id is right, pin it under "
+        "that id: `mcs-host lock LABEL`",
+    ),
+    Reason(
+        "entry-point-mismatch",
+        "its entry point names another object than the registry's entry",
+        "reinstall the release the registry knows; if the new object is intended (a class "
+        "renamed), record it: `mcs-host lock LABEL`",
+    ),
+    Reason(
+        "bad-signature",
+        "its publisher signature is malformed, or a signature by a trusted key does not verify",
+        "reinstall the wheel as published; its publisher signs it again (`mcs-host sign`)",
+    ),
+    Reason(
+        "untrusted-key",
+        "it is signed, but by no key the registry trusts for this driver",
+        "if you trust the signer, add its key to the driver's entry: "
+        "`mcs-host lock LABEL --publisher-key KEY` (this also pins the installed release)",
+    ),
+    Reason(
+        "statement-mismatch",
+        "its signed release statement is for other files, another distribution or version, "
+        "or another object or id",
+        "reinstall the wheel as published; its publisher signs the release again (`mcs-host sign`)",
+    ),
+    Reason(
+        "editable-install",
+        "an editable install (`pip install -e`): its code is a working tree, not a release, "
+        "so no pin can vouch for it",
+        "build the wheel and install that (`python -m build`, then `pip install dist/*.whl`) "
+        "instead of `pip install -e`; `--allow-unverified` runs it unpinned, for development",
+    ),
+    Reason(
+        "extension-module",
+        "it ships extension modules (native code, loaded by path, which the import gate "
+        "cannot check again), and the policy does not allow them",
+        "if you trust its native code, allow it: `--allow-extensions` (or `allow_extensions "
+        "= true` under `[trust]`)",
+    ),
+    Reason(
+        "foreign-module",
+        "the entry point's module, or a package above it, is not among its distribution's "
+        "files: its code would come from elsewhere",
+        "remove what provides that module instead (the message names it), or reinstall "
+        "DISTRIBUTION",
+    ),
+    Reason(
+        "manifest-invalid",
+        "its `mcs-driver.json` cannot be read or is not a valid driver manifest",
+        _PUBLISHER,
+    ),
+    # -- the installed files, against RECORD ----------------------------------------------------
+    Reason(
+        "file-modified",
+        "an installed file does not match its RECORD hash or size: it changed after installation",
+        _REINSTALL,
+    ),
+    Reason("file-missing", "a file RECORD lists is not installed", _REINSTALL),
+    Reason(
+        "file-unlisted",
+        "a file in its package directories is not in RECORD",
+        "remove the file the message names, or reinstall DISTRIBUTION into a clean environment",
+    ),
+    Reason(
+        "file-shadowing",
+        "an unlisted package directory or extension module would be imported instead of a "
+        "listed module",
+        "remove what the message names",
+    ),
+    Reason(
+        "path-escapes",
+        "a listed file's directory leads out of the site directory through a symlink",
+        "remove the symlink, then reinstall: `pip install --force-reinstall --no-deps "
+        "DISTRIBUTION`",
+    ),
+    Reason(
+        "not-a-regular-file",
+        "a listed file is a symlink, a directory or a special file, or cannot be opened",
+        _REINSTALL,
+    ),
+    Reason("record-invalid", "its RECORD is missing, unreadable or malformed", _REINSTALL),
+    Reason(
+        "member-invalid",
+        "a wheel member's name is unsafe (absolute, with `..`, listed twice, or the same as "
+        "another where names are case-folded)",
+        "build the wheel with a standard build backend",
+    ),
+    # -- what discovery finds in the installed metadata --------------------------------------
+    Reason(
+        "invalid-entry-point",
+        "an entry point is not `module:object`, or its line in entry_points.txt is not "
+        "`label = value`",
+        _PUBLISHER,
+    ),
+    Reason(
+        "invalid-label",
+        "a label must be 1 to 32 letters, digits, '-' or single '_', starting with a letter or "
+        "digit",
+        "rename the `[drivers.LABEL]` table, or (an entry point's name) its publisher renames it",
+    ),
+    Reason(
+        "label-conflict",
+        "two installed distributions claim the same label, so neither is used",
+        "uninstall one, or leave one out with `deny` in the configuration",
+    ),
+    Reason(
+        "duplicate-distribution",
+        "the distribution is installed more than once on the search path",
+        "uninstall the copies the message names until one remains",
+    ),
+    Reason(
+        "unreadable-metadata",
+        "its METADATA or entry_points.txt cannot be read",
+        "reinstall it: `pip install --force-reinstall --no-deps DISTRIBUTION`",
+    ),
+    # -- what a load plans ----------------------------------------------------------------------
+    Reason("mounted", "mounted"),
+    Reason("not-requested", "left out: other labels were asked for"),
+    Reason(
+        "disabled",
+        "left out: `enabled = false` in its configuration",
+        "set `enabled = true` in its `[drivers.LABEL]` (or `[mcp_servers.LABEL]`) table",
+    ),
+    Reason(
+        "denied",
+        "left out: the configuration's `deny` names its label or distribution",
+        "remove it from `deny` in the configuration",
+    ),
+    Reason(
+        "not-allowed",
+        "left out: the configuration's `allow` does not name it",
+        "add LABEL to `allow` in the configuration",
+    ),
+    Reason(
+        "not-installed",
+        "no installed driver has the label a `[drivers.LABEL]` table names",
+        "install the driver, or correct `driver =` in `[drivers.LABEL]`",
+    ),
+    Reason(
+        "label-taken",
+        "an in-process driver or an MCP server has a label another mount already has",
+        "give one of them another label",
+    ),
+    # -- before import: compatibility ---------------------------------------------------------
+    Reason(
+        "incompatible-host",
+        "the driver's `Requires-Dist: mcs-host` excludes this host's version",
+        "install an mcs-host the driver accepts (the message says which), or a release of the "
+        "driver that accepts this host",
+    ),
+    Reason(
+        "invalid-requirement",
+        "a `Requires-Dist` line of the driver cannot be parsed",
+        _PUBLISHER,
+    ),
+    Reason(
+        "required-version",
+        "its version does not satisfy the version the configuration's `require` asks for",
+        "install a version of DISTRIBUTION that does, or change `require` in the configuration",
+    ),
+    # -- what it needs ------------------------------------------------------------------------
+    Reason(
+        "missing-dependency",
+        "a distribution it requires is not installed",
+        "install what the message names (`pip install NAME`), then pin it if no registry does",
+    ),
+    Reason(
+        "dependency-rejected",
+        "a distribution it requires is refused (its own reason is in the message)",
+        "`mcs-host verify LABEL` shows the dependency's reason and its fix",
+    ),
+    Reason(
+        "unverified-dependency",
+        "a distribution it requires is not verified, and the policy refuses unverified code "
+        '(`--strict`, or `dependencies = "refuse"` under `[trust]`)',
+        "check the dependency the message names, then pin it: `mcs-host lock --distribution NAME`",
+    ),
+    Reason(
+        "undeclared-dependency",
+        "a warning: the registry says it needs a distribution it does not declare",
+        "its publisher declares the dependency",
+    ),
+    Reason(
+        "unreadable",
+        "a file could not be read: a registry, or a dependency's installed files",
+        "check that the file the message names exists and is readable",
+    ),
+    # -- import and start ---------------------------------------------------------------------
+    Reason(
+        "plugin-refused",
+        "a host plugin's `mcs_host_verify` hook refused it (the message is the plugin's)",
+        "ask whoever installed that host plugin, or disable plugins (`plugins = false`)",
+    ),
+    Reason(
+        "integrity",
+        "code that was verified was not what would run: a module was imported from elsewhere "
+        "before the load, two verified distributions claim one module, or a file changed "
+        "after verification",
+        "load in a fresh process (the message names the module imported first); a changed "
+        "file: `mcs-host verify LABEL`",
+    ),
+    Reason(
+        "import-refused",
+        "the import gate refused a module the driver imported: its file is not verified",
+        "pin the distribution that ships the file the message names: `mcs-host lock "
+        "--distribution NAME`",
+    ),
+    Reason(
+        "unverified-import",
+        "a warning: code the policy allows ran from unverified files (one line per "
+        "distribution; `load -v` lists the modules)",
+        "pin the distribution it names: `mcs-host lock --distribution NAME`",
+    ),
+    Reason(
+        "import-error",
+        "importing the driver raised an exception",
+        "read the traceback (`load --json` has it); often a module it imports is not installed",
+    ),
+    Reason(
+        "invalid-meta",
+        "its `meta` is missing or not a valid DriverMeta",
+        _PUBLISHER,
+    ),
+    Reason(
+        "meta-mismatch",
+        "its runtime `meta` differs from its verified `mcs-driver.json`",
+        _PUBLISHER,
+    ),
+    Reason(
+        "version-mismatch",
+        "`meta.version` differs from its distribution's version (refused with `--strict`)",
+        "its publisher bumps both together: `mcs-host bump VERSION` in the project",
+    ),
+    Reason(
+        "false-capability",
+        "it declares a capability whose methods it does not implement",
+        _PUBLISHER,
+    ),
+    Reason(
+        "missing-capability",
+        "it lacks a capability the configuration requires",
+        "use a driver that has it, or stop requiring it (`require_capabilities`, or "
+        "`capabilities` in `[drivers.LABEL]`)",
+    ),
+    Reason(
+        "invalid-settings",
+        "settings are given, but its entry point is an instance, not a class or factory",
+        "remove the settings of `[drivers.LABEL]`",
+    ),
+    Reason(
+        "constructor-error",
+        "its class raised when constructed with its settings",
+        "check `[drivers.LABEL.settings]` (or `--set LABEL.KEY=VALUE`) against the settings "
+        "the driver takes; the message has what it raised",
+    ),
+    Reason(
+        "autostart-unsupported",
+        "autostart is configured, but the driver has no `autostart()`",
+        "remove `autostart` from `[drivers.LABEL]`",
+    ),
+    Reason(
+        "autostart-error",
+        "its `autostart()` raised",
+        "check `autostart_settings` in `[drivers.LABEL]`; the message has what it raised",
+    ),
+    Reason(
+        "healthcheck-error",
+        "its `healthcheck()` raised",
+        "what it checks (a service, a credential) is likely not there; the message has what "
+        "it raised",
+    ),
+    Reason(
+        "unhealthy",
+        "its healthcheck returned a status other than OK",
+        "what it checks (a service, a credential) is likely not there; the message has its answer",
+    ),
+    Reason(
+        "list-tools-error",
+        "its `list_tools()` raised",
+        "the message has what it raised; check its settings",
+    ),
+    Reason(
+        "timeout",
+        "a step of the driver (constructor, autostart, healthcheck, list_tools) did not "
+        "return in time",
+        "find why it hangs, or give it longer: `timeout` in `[drivers.LABEL]`",
+    ),
+    Reason(
+        "not-a-driver",
+        "its entry point's object has neither `list_tools`/`execute_tool` nor "
+        "`process_llm_response`",
+        _PUBLISHER,
+    ),
+    Reason(
+        "no-tools",
+        "it lists no tools",
+        "its settings or its healthcheck usually say why (the message quotes the healthcheck)",
+    ),
+    Reason(
+        "invalid-tools",
+        "its tools are not a list of valid tools, repeat a name, or have a schema that "
+        "cannot be checked",
+        _PUBLISHER,
+    ),
+    Reason(
+        "host-error",
+        "loading it raised an unforeseen error in the host",
+        "report it with the traceback (`load --json` has it)",
+    ),
+    Reason(
+        "invalid-plugin",
+        "the host plugin is not a valid plugin (an unknown hook, or one with wrong arguments)",
+        _PUBLISHER,
+    ),
+    # -- in a process of its own, and MCP servers -------------------------------------------
+    Reason(
+        "isolation-unavailable",
+        "it is to run isolated, which needs the mcp extra",
+        "`pip install 'mcs-host[mcp]'`",
+    ),
+    Reason(
+        "isolated-start",
+        "its process of its own did not start or did not serve its tools",
+        "`mcs-host verify LABEL --live` shows what the process said",
+    ),
+    Reason(
+        "restarts-exhausted",
+        "it failed more times in a row than it may be restarted, and is not started again",
+        "find why it fails (its earlier errors), then load again",
+    ),
+    Reason("registered", "a registry entry names exactly this MCP server's URL or command"),
+    Reason(
+        "mcp-unavailable",
+        "mounting an MCP server needs the mcp extra",
+        "`pip install 'mcs-host[mcp]'`",
+    ),
+    Reason(
+        "console-script",
+        "the MCP server's distribution has no such console script, or it is not a "
+        "`module:function` that can be run",
+        "name a console script it ships: `script = ...` in `[mcp_servers.LABEL]`",
+    ),
+    Reason(
+        "server-start",
+        "the MCP server did not start, or did not answer",
+        "run its command (or open its URL) by hand to see why",
+    ),
+    Reason(
+        "not-configured",
+        "the configuration has no MCP server under this label",
+        "add `[mcp_servers.LABEL]` to the configuration",
+    ),
+    # -- registries -------------------------------------------------------------------------
+    Reason(
+        "invalid",
+        "a registry is not JSON, or not a valid registry (a signed one must set `expires` and "
+        "`name`)",
+        "correct the file at the place the message names",
+    ),
+    Reason(
+        "unsigned",
+        "a plain registry where a signed one is required: registry keys were given, or it was "
+        "signed when last accepted",
+        "sign it (`mcs-host sign-registry`), or name it without `--registry-key` to use it "
+        "as a local lock",
+    ),
+    Reason(
+        "expired",
+        "a signed registry is past its `expires`",
+        "get the registry's current version from its publisher",
+    ),
+    Reason(
+        "no-keys",
+        "a signed registry is named without the keys that may sign it",
+        "give them: `--registry-key KEY` (or `registry_keys` in the configuration)",
+    ),
+    Reason(
+        "malformed",
+        "a signed registry is not a valid signature envelope",
+        "get the registry again from its publisher",
+    ),
+    Reason(
+        "under-signed",
+        "a signed registry has fewer valid signatures by the trusted keys than the threshold",
+        "check `--registry-key` and `--threshold`, or get the registry again from its publisher",
+    ),
+    Reason(
+        "rollback",
+        "a signed registry is older than one this host accepted before (a replay)",
+        "get the registry's current version from its publisher",
+    ),
+    Reason(
+        "state-unreadable",
+        "the file recording the signed registry versions this host accepted is damaged or "
+        "unreadable",
+        "move the file the message names away to start over (every signed registry is then "
+        "accepted afresh)",
+    ),
+    Reason(
+        "state-unwritable",
+        "the host cannot record the version of a signed registry it accepted",
+        "make the state directory writable (or set `MCS_HOST_STATE_DIR`)",
+    ),
+)
+
+REASONS: Mapping[str, Reason] = MappingProxyType({r.code: r for r in _TABLE})
+"""Every reason code, in the table's order."""
+
+
+def known_reason(code: str) -> str:
+    """``code`` when the table has it; a :class:`ValueError` naming it otherwise (a code
+    that is not in the table is a bug: it would reach the user without a meaning or fix)."""
+    if code not in REASONS:
+        raise ValueError(f"{code!r} is not a reason code of mcs_host/_reasons.py")
+    return code
