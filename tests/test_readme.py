@@ -143,7 +143,9 @@ def test_the_readme_command_line_tables_are_what_help_and_the_schemas_say() -> N
         ).stdout
         options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", synopsis))
         listed = helped.partition("\nOptions:\n")[2]
-        shown = set(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z][a-z-]*)", listed, flags=re.MULTILINE)) - {"--help"}
+        shown = set(
+            re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z][a-z-]*)", listed, flags=re.MULTILINE)
+        ) - {"--help"}
         assert options == shown, f"{name}: README {sorted(options)}, --help {sorted(shown)}"
         for placeholder in re.findall(r"\b[A-Z][A-Z.=_]*[A-Z]\b", synopsis):
             assert placeholder in helped, f"{name}: {placeholder} is not in its --help"
