@@ -3,17 +3,18 @@ wants them in the history; and the tool list in each provider's shape.
 
 Native families get their own message shapes (an assistant turn with its calls, then a tool
 result per call id); a call read from text gets the assistant text and one user message with
-every result.
+every result. A reply without calls, and a plain text turn, get their provider's shape too
+(what the Runner appends in native mode).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from .calls import Detection, ToolCall
-from .native import FAMILIES
+from .native import FAMILIES, as_mapping
 
 __all__ = ["Provider", "messages_for", "native_messages", "native_tools"]
 
@@ -110,6 +111,52 @@ def native_messages(
         ]
         return out
     raise ValueError(f"unknown family {family!r}")
+
+
+# -- plain turns -----------------------------------------------------------------------------
+
+
+def plain_message(
+    provider: Provider | None, role: Literal["user", "assistant"], text: str
+) -> dict[str, Any]:
+    """A turn of plain text in ``provider``'s history (``None``: the text protocol): Gemini's
+    ``parts`` (its assistant is ``model``), everyone else's ``role`` and ``content``."""
+    if provider == "gemini":
+        return {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]}
+    return {"role": role, "content": text}
+
+
+def reply_messages(provider: Provider, reply: Any) -> list[dict[str, Any]]:
+    """A model's reply that holds no call (a response, its message or an SDK object), as
+    entries of ``provider``'s history: what a client appends itself when the driver's
+    ``DriverResponse.messages`` is ``None``. An empty Anthropic or Gemini reply gives none
+    (their APIs refuse an empty turn)."""
+    data = as_mapping(reply)
+    if isinstance(data, str) or not isinstance(data, dict | Mapping):
+        return [plain_message(provider, "assistant", str(data))]
+    if provider == "openai-responses":
+        output = data.get("output")
+        if isinstance(output, list):
+            return [dict(item) for item in output if isinstance(item, dict | Mapping)]
+        return [dict(data)]  # one output item, or a message given as it is
+    if provider == "anthropic":
+        content = data.get("content")
+        return [{"role": "assistant", "content": content}] if content else []
+    if provider == "gemini":
+        candidates = data.get("candidates")
+        if isinstance(candidates, list) and candidates and isinstance(candidates[0], Mapping):
+            data = candidates[0].get("content") or {}
+        parts = data.get("parts")
+        return [{"role": "model", "parts": list(parts)}] if parts else []
+    choices = data.get("choices")  # OpenAI Chat and Ollama: a response, a choice or a message
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict | Mapping):
+        data = choices[0]
+    if isinstance(data.get("message"), dict | Mapping):
+        data = data["message"]
+    entry: dict[str, Any] = {"role": "assistant", "content": data.get("content") or ""}
+    if provider == "openai" and data.get("refusal"):
+        entry["refusal"] = data["refusal"]
+    return [entry]
 
 
 # -- tool lists ------------------------------------------------------------------------------
