@@ -194,6 +194,10 @@ from .orchestration.prompting import (
     Prompts as Prompts,
     render_tools as render_tools,
 )
+from .orchestration.response_schema import (
+    response_schema as response_schema,
+    ResponseSchema as ResponseSchema,
+)
 from .orchestration.streaming import (
     AnthropicStream as AnthropicStream,
     is_complete as is_complete,

@@ -181,6 +181,7 @@ RESPONSE_FLOW = (
     "validation",
     "messages",
     "prompting",
+    "response_schema",
     "streaming",
     "routing",
     "orchestrator",

@@ -232,6 +232,19 @@ class MountedTool(TypedDict):
     tool: str
 
 
+class ResponseSchemaDocument(TypedDict):
+    """The stack's response schema, for constrained decoding: OpenAI's ``json_schema``
+    object (``name``, ``schema``, ``strict``) and why it is not strict."""
+
+    name: str
+    schema: dict[str, Any]
+    """Every answer the JSON protocol reads: a call of one tool, several, or the final one."""
+    strict: bool
+    """It meets OpenAI's strict rules."""
+    problems: list[str]
+    """Why it is not strict, and each tool it leaves out."""
+
+
 class LoadDocument(TypedDict):
     """``mcs-host load --json``."""
 
@@ -246,6 +259,8 @@ class LoadDocument(TypedDict):
     environment: list[str]
     config_notes: list[str]
     system_prompt: NotRequired[str]
+    response_schema: NotRequired[ResponseSchemaDocument]
+    """With ``--prompt``."""
 
 
 class CallDocument(TypedDict):

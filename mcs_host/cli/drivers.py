@@ -251,7 +251,12 @@ def load_command(
     path: SearchPathOption = None,
     isolate: IsolateOption = None,
     prompt: Annotated[
-        bool, typer.Option("--prompt", help="Also print the system prompt of the loaded stack.")
+        bool,
+        typer.Option(
+            "--prompt",
+            help="Also print the system prompt of the loaded stack (with --json, and the "
+            "response schema for constrained decoding).",
+        ),
     ] = False,
     model: Annotated[
         str | None, typer.Option("--model", help="The model the prompt is for.", metavar="NAME")
@@ -283,6 +288,13 @@ def load_command(
         document = report_json(report, loaded, settings.notes)
         if prompt and loaded is not None:
             document["system_prompt"] = loaded.driver.get_driver_system_message(model)
+            answers = loaded.driver.response_schema()
+            document["response_schema"] = {
+                "name": answers.name,
+                "schema": dict(answers.schema),
+                "strict": answers.strict,
+                "problems": list(answers.problems),
+            }
         write_document(json.dumps(document, indent=2, default=str))
     else:
         colour = use_colour()

@@ -12,6 +12,7 @@ answer too, as providers reject a history with an unanswered call id.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
@@ -116,6 +117,9 @@ _NAME_PARAMETERS = {"name", "parameters"}
 
 
 def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -> Detection:
+    answered = _answered(text)
+    if answered is not None:
+        return answered
     found = detect_text(text, known, formats)
     calls = tuple(
         ToolCall(c.name, c.arguments or {}, c.id, "text", c.healed, c.problem, c.texts or None)
@@ -125,6 +129,35 @@ def _from_text(text: str, known: Collection[str], formats: TextFormats | None) -
         calls, "text", found.format, text, final=found.final, has_final=found.has_final
     )
 
+
+def _answered(text: str) -> Detection | None:
+    """A response in the shape of the response schema (:mod:`.response_schema`), read by
+    its structure before any text format, so no string in it counts as a marker: all of
+    ``text`` is one object ``{"response": X}``, ``X`` a call ``{"tool", "arguments"}``, a
+    non-empty list of calls, or a final answer ``{"final": ...}``. Else ``None``."""
+    if _RESPONSE_KEY.match(text) is None or text.rstrip()[-1:] != "}":
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or len(value) != 1:
+        return None
+    inner = value["response"]
+    if type(inner) is dict and inner.keys() == {"final"}:
+        return Detection(format="json", text=text, final=inner["final"], has_final=True)
+    calls = []
+    for item in inner if type(inner) is list else [inner]:
+        if type(item) is not dict or item.keys() != _TOOL_ARGUMENTS:
+            return None
+        name, arguments = item["tool"], item["arguments"]
+        if type(name) is not str or type(arguments) is not dict:
+            return None
+        calls.append(ToolCall(name, arguments))
+    return Detection(tuple(calls), "text", "json", text) if calls else None
+
+
+_RESPONSE_KEY = re.compile(r'\s*\{\s*"response"\s*:')
 
 _CUT = "the response hit the output limit and was cut off; the call was not run"
 

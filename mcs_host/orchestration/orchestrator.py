@@ -56,6 +56,7 @@ from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
 from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
+from .response_schema import ResponseSchema, response_schema
 from .routing import Route, Routing, Table
 from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
 from .text import TextFormats
@@ -285,6 +286,12 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         anthropic, gemini, ollama)."""
         described = [(t.name, t.description or "", t.input_schema()) for t in self._table.tools]
         return native_tools(described, provider)
+
+    def response_schema(self) -> ResponseSchema:
+        """The JSON Schema of the answers the JSON protocol reads from a model whose output
+        is constrained to it: a call of one of these tools, several calls, or the final
+        answer (:mod:`.response_schema`). Standalone drivers' own formats are not in it."""
+        return response_schema(self._table.tools)
 
     def might_be_tool_call(self, partial: str) -> bool:
         return might_be_tool_call(partial)

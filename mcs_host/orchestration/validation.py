@@ -6,7 +6,9 @@ The keywords tool schemas use are checked: ``type``, ``enum``, ``const``, ``requ
 exclusive forms, ``multipleOf``, ``anyOf``/``oneOf``/``allOf`` and local ``$ref``s; other
 keywords (``format``, ``default``, descriptions) are not checked. Only strings that spell a
 number or a boolean are coerced, where the schema asks for one and does not also accept a
-string; every coercion is reported. A schema whose keywords cannot be checked (a ``pattern``
+string, and ``null`` for an optional property whose schema does not take it is read as not
+given (strict schemas, OpenAI's and the response schema's, write an optional property so);
+every coercion is reported. A schema whose keywords cannot be checked (a ``pattern``
 that is no regular expression, a length that is no count, an ``enum`` that is no list) is
 refused when it is compiled, that is when its tool is mounted.
 
@@ -320,6 +322,14 @@ class _Node:
             self.number(value, path, context)
         return value
 
+    def takes(self, value: Any) -> bool:
+        """Whether ``value`` passes as it is."""
+        if self.quick(value):
+            return True
+        context = _Context()
+        self.check(value, "", context)
+        return not context.problems and not context.coerced
+
     def object(self, value: dict[str, Any], path: str, context: _Context) -> dict[str, Any]:
         properties = self.properties
         for name in self.required:
@@ -330,6 +340,10 @@ class _Node:
         for name, item in value.items():
             node = properties.get(name)
             if node is not None:
+                if item is None and name not in self.required and not node.takes(None):
+                    # strict schemas (OpenAI's, the response schema's) write "not given" so
+                    context.coerced.append(f"read argument {_join(path, name)!r} null as not given")
+                    continue
                 out[name] = node.check(item, _join(path, name), context)
             elif extra is False:
                 names = ", ".join(properties) or "none"
