@@ -205,6 +205,7 @@ from .orchestration.streaming import (
     might_be_tool_call as might_be_tool_call,
     OpenAIChatStream as OpenAIChatStream,
     ResponsesStream as ResponsesStream,
+    TextStream as TextStream,
 )
 from .orchestration.routing import tool_name as tool_name
 from .orchestration.orchestrator import Orchestrator as Orchestrator

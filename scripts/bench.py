@@ -10,8 +10,9 @@ reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a depend
 mcs-host), and flit_core to build the isolation scripts' drivers. Then runs, each in that
 venv, scripts/bench_discovery.py, bench_cli.py,
 bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
-bench_scale.py, bench_wheels.py, bench_import.py and bench_csv.py, and prints their tables
-and every budget with its verdict; then the isolation section's: bench_isolation_start.py,
+bench_scale.py, bench_wheels.py, bench_import.py, bench_csv.py and bench_streaming.py, and
+prints their tables and every budget with its verdict; then the isolation section's:
+bench_isolation_start.py,
 bench_isolation_results.py and bench_isolation_faults.py (``--only main`` or ``--only
 isolation`` runs one of the two). ``--readme`` replaces the text between the
 ``bench:begin`` and ``bench:end`` markers of README.md with the first report, and between
@@ -52,6 +53,7 @@ SCRIPTS = {
     "bench_wheels.py": (["--repeat", "7"], ["--repeat", "1"]),
     "bench_import.py": (["--repeat", "15"], ["--repeat", "3"]),
     "bench_csv.py": (["--mib", "60", "--repeat", "3"], ["--mib", "8", "--repeat", "1"]),
+    "bench_streaming.py": (["--mb", "10", "--repeat", "3"], ["--mb", "1", "--repeat", "1"]),
 }
 ISOLATION = {
     "bench_isolation_start.py": (["--repeat", "5"], ["--repeat", "1", "--count", "4"]),

@@ -58,7 +58,7 @@ from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
 from .response_schema import ResponseSchema, response_schema
 from .routing import Route, Routing, Table
-from .streaming import is_complete, is_complete_tool_call, might_be_tool_call
+from .streaming import TextStream, is_complete, is_complete_tool_call, might_be_tool_call
 from .text import TextFormats
 from .validation import ArgumentValidator, compile_schema
 
@@ -294,7 +294,13 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return response_schema(self._table.tools)
 
     def might_be_tool_call(self, partial: str) -> bool:
-        return might_be_tool_call(partial)
+        return might_be_tool_call(partial, self.text_formats, self._table.routes)
+
+    def stream(self) -> TextStream:
+        """A :class:`TextStream` for one response streamed as text: ``feed`` each chunk and
+        show what it returns; ``finish`` returns what :meth:`process_llm_response` returns
+        for the whole text."""
+        return TextStream(self)
 
     def is_complete_tool_call(self, text: str) -> bool:
         return is_complete_tool_call(text, self._table.routes, self.text_formats)

@@ -1,0 +1,388 @@
+"""The text stream a chat UI feeds: what it shows, what it holds back, and what it returns.
+
+For every response of the test corpora (each family's cases, the text formats, healed and
+cut-off calls, prose) and many ways of cutting it into chunks: ``finish`` returns what
+``process_llm_response`` returns for the whole text; when the response holds a call, the text
+shown holds no part of it; when it holds none, everything but reasoning is shown in the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_families import CASES
+from test_parsing import ADVERSARIAL, FORMATS, HEALED
+
+from mcs_host import (
+    DriverMeta,
+    MCSToolDriver,
+    Orchestrator,
+    TextStream,
+    Tool,
+    might_be_tool_call,
+)
+from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.text import DEFAULT_FORMATS
+
+NAMES = (
+    "get_weather",
+    "lookup_flight",
+    "search_docs",
+    "get_quote",
+    "get_time",
+    "add",
+    "echo",
+    "search",
+    "search.call",
+)
+
+
+class Anything(MCSToolDriver):
+    """Offers every tool the corpora call, taking any arguments; answers ``ok``."""
+
+    meta = DriverMeta(id="anything-0001", name="Anything", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        return [Tool(name=name, description=f"The {name} tool.") for name in NAMES]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return "ok"
+
+
+PROSE = {
+    "plain": "The weather in Oslo is mild today, about 12 degrees.",
+    "record": 'Here is the record: {"name": "Bob", "role": "admin"}.',
+    "latex": r"Euler: $e^{i\pi} + 1 = 0$ and $\frac{a}{b}$, also \text{name: value}.",
+    "placeholder": 'Answer in this form: {"tool": "<tool name>", "arguments": {"x": 1}}',
+    "jinja": '{"tool": "{{tool}}", "arguments": {}}',
+    "braces": "Use {braces}, [brackets] and (parens) freely: {a: b}.",
+    "data": 'Lists like [1, 2, 3] and maps like {"k": [1]} are data.',
+    "citation": "[see(note)] is a citation, not a call.",
+    "markdown": "See [the docs](https://example.com) and `code` or ``more``; a < b > c.",
+    "html": "<b>bold</b> and <i>italic</i>, <br/> then <a href='x'>a link</a>.",
+    "fence": "Code:\n```python\nprint({'a': [1, 2]})\n```\nDone.",
+    "final answer": '{"final": "It is 12 degrees."}',
+    "a name alone": 'The tool {"name": "get_weather"} exists.',
+    "think then answer": '<think>Should I call {"tool": "add"}? No.</think>It is 3.',
+    "thinking in capitals": "<THINKING>hm</THINKING>Fine.",
+    "unfinished thought": '<think>I could call {"tool": "add", "arguments": {"a": 1}}',
+    "stray closing": "the prompt opened the thought</think>The answer is 4.",
+    "mistral thought": "[THINK]Weather?[/THINK]It is sunny.",
+    "unclosed bracket": "Note [1: this never closes, and {neither does this",
+    "wrong bracket": "A set {1, 2] is not valid.",
+    "apostrophes": "It's [Ann's] book {and Bob's}.",
+    "email": "Write to dev@tooling.example or see functools.reduce.",
+    "less than": "If x < 3 and y <= 4 then <not a tag",
+    "empty": "",
+}
+
+CALLS = {
+    "cut off string": '{"tool": "echo", "arguments": {"text": "rm -rf /home/user/impor',
+    "cut off value": '{"tool": "add", "arguments": {"a": 1, "b": ',
+    "cut off tag": '<tool_call>\n{"name": "echo", "arguments": {"text": "cut',
+    "known name in prose": 'Running it now: {"tool": "search"} and then we see.',
+    "single quotes in prose": "Running it now: {'tool': 'get_weather'}, wait.",
+    "record then call": 'A record {"name": "Ann"}, then {"tool": "add", "args": {"a": 1}}.',
+    "prose brackets then tag": "See [1] and {x}: <tool_call>"
+    '{"name": "get_time", "arguments": {}}</tool_call>',
+    "fence then call": '```\nplain\n```\nNow ```json\n{"tool": "add", "arguments": {"a": 1}}\n```',
+    "call after thought": '<think>{"tool": "echo"}</think>Sure. {"tool": "add", "arguments": {}}',
+    "string with a closing brace": 'Ok {"tool": "echo", "arguments": {"text": "}]"}} bye',
+}
+
+
+def _corpus() -> Iterator[tuple[str, str]]:
+    for family, cases in CASES.items():
+        for case, (text, _) in cases.items():
+            yield f"{family}-{case}", text
+    for name, text, _ in FORMATS:
+        yield f"format-{name}", text
+    for name, text, _ in HEALED:
+        yield f"healed-{name}", text
+    for name, text in {**PROSE, **CALLS}.items():
+        yield name, text
+
+
+CORPUS = dict(_corpus())
+
+_MARKERS = tuple(
+    marker
+    for f in DEFAULT_FORMATS.formats
+    for marker in f.markers
+    if marker not in ("[", "{", "```") and marker
+)
+_REASONING = [
+    *(
+        (re.escape(o), re.escape(c), re.IGNORECASE)
+        for o, c in (("<think>", "</think>"), ("<thinking>", "</thinking>"))
+    ),
+    *((re.escape(o), re.escape(c), 0) for f in DEFAULT_FORMATS.formats for o, c in f.reasoning),
+]
+
+
+def without_reasoning(text: str) -> str:
+    """What a reader sees of ``text``: no reasoning block (one never closed runs to the
+    end), no stray ``</think>``."""
+    for opening, closing, flags in _REASONING:
+        text = re.sub(f"{opening}.*?(?:{closing}|\\Z)", "", text, flags=flags | re.DOTALL)
+    return re.sub("</think(?:ing)?>", "", text, flags=re.IGNORECASE)
+
+
+def random_chunks(text: str, seed: int, largest: int) -> list[str]:
+    """``text`` cut into chunks of 1 to ``largest`` characters, as a seeded generator says."""
+    generator = random.Random(seed)  # noqa: S311 - reproducible chunkings, not secrets
+    pieces, at = [], 0
+    while at < len(text):
+        size = generator.randint(1, largest)
+        pieces.append(text[at : at + size])
+        at += size
+    return pieces
+
+
+def chunkings(text: str) -> Iterator[list[str]]:
+    """The whole text, one character at a time, every cut in two (for a short text), and
+    random chunk sizes (three seeds each)."""
+    yield [text]
+    yield list(text)
+    if len(text) <= 400:
+        for cut in range(1, len(text)):
+            yield [text[:cut], text[cut:]]
+    for seed in range(3):
+        for largest in (3, 8, 40):
+            yield random_chunks(text, seed, largest)
+
+
+def streamed(orchestrator: Orchestrator, chunks: list[str]) -> tuple[str, Any, TextStream]:
+    stream = orchestrator.stream()
+    shown = "".join(stream.feed(chunk) for chunk in chunks)
+    return shown, stream.finish(), stream
+
+
+def calls_of(orchestrator: Orchestrator, text: str) -> list[tuple[str, Any, str | None]]:
+    return [(c.name, dict(c.arguments), c.problem) for c in orchestrator.detect(text).calls]
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_every_chunking_of_every_response_ends_as_the_whole_response_does(name: str) -> None:
+    text = CORPUS[name]
+    orchestrator = Orchestrator({"tools": Anything()})
+    whole = orchestrator.process_llm_response(text)
+    holds_call = bool(orchestrator.detect(text).calls)
+    for chunks in chunkings(text):
+        shown, response, stream = streamed(orchestrator, chunks)
+        assert response == whole, (chunks, response, whole)
+        if holds_call:
+            assert stream.rest == ""
+            assert not any(marker in shown for marker in _MARKERS), (chunks, shown)
+            assert orchestrator.detect(shown).calls == (), (chunks, shown)
+            if without_reasoning(text) == text:  # shown is then where the text begins
+                assert text.startswith(shown)
+                rest = text[len(shown) :]  # every call is in what was held back
+                assert calls_of(orchestrator, rest) == calls_of(orchestrator, text), chunks
+        else:
+            assert shown + stream.rest == without_reasoning(text), (chunks, shown)
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_responses_stream_to_the_same_end(name: str) -> None:
+    text = ADVERSARIAL[name]
+    orchestrator = Orchestrator({"tools": Anything()})
+    whole = orchestrator.process_llm_response(text)
+    for chunks in (list(text), random_chunks(text, 0, 5)):
+        shown, response, stream = streamed(orchestrator, chunks)
+        assert response == whole
+        assert shown + stream.rest == (without_reasoning(text) if whole.is_empty else shown)
+
+
+def test_prose_with_brackets_is_shown_as_soon_as_each_bracket_closes() -> None:
+    stream = Orchestrator({"tools": Anything()}).stream()
+    shown = [stream.feed(char) for char in "See [1] and {x}, then `a`."]
+    assert "".join(shown[:4]) == "See "  # "[" may open a call list: held
+    assert shown[4:6] == ["", ""]
+    assert shown[6] == "[1]"  # closed, and no call: shown at once
+    assert "".join(shown) == "See [1] and {x}, then `a`."
+    assert not stream.holding
+
+
+def test_a_bracket_holding_a_call_is_never_shown_and_the_rest_waits_for_the_end() -> None:
+    orchestrator = Orchestrator({"tools": Anything()})
+    stream = orchestrator.stream()
+    text = 'One moment. {"tool": "get_time", "arguments": {}} Then {x}.'
+    shown = "".join(stream.feed(char) for char in text)
+    assert shown == "One moment. "
+    assert stream.holding
+    response = stream.finish()
+    assert response.call_executed
+    assert stream.rest == ""
+
+
+def test_a_marker_holds_the_rest_and_prose_that_only_mentions_it_shows_at_the_end() -> None:
+    stream = Orchestrator({"tools": Anything()}).stream()
+    text = "Wrap each call in a <tool_call> tag."
+    shown = "".join(stream.feed(char) for char in text)
+    assert shown == "Wrap each call in a "
+    assert stream.finish().is_empty
+    assert stream.rest == "<tool_call> tag."
+
+
+def test_reasoning_is_not_shown_and_the_answer_after_it_is() -> None:
+    stream = Orchestrator({"tools": Anything()}).stream()
+    shown = [
+        stream.feed(piece)
+        for piece in ("<thi", "nk>Let me think [a", "bout] it.</th", "ink>It is 3.")
+    ]
+    assert shown == ["", "", "", "It is 3."]
+    assert stream.finish().is_empty
+    assert stream.rest == ""
+
+
+def test_a_tag_is_held_until_it_closes_so_a_marker_inside_it_is_never_half_shown() -> None:
+    # Kimi's marker "_section_begin|>" is the end of its tag: the tag's start is held too
+    stream = Orchestrator({"tools": Anything()}).stream()
+    text = (
+        "Sure. <|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"
+    )
+    shown = "".join(stream.feed(char) for char in text)
+    assert shown == "Sure. "
+    assert stream.finish().call_executed
+    stream = Orchestrator({"tools": Anything()}).stream()
+    assert stream.feed("<b>bold</b> x") == "<b>bold</b> x"
+
+
+def _plugin_calls(text: str, known: Any) -> TextDetection | None:
+    """A host plugin's format: ``<<CALL name>>``."""
+    start = text.find("<<CALL ")
+    if start < 0:
+        return None
+    name = text[start + len("<<CALL ") :].partition(">>")[0]
+    return TextDetection(calls=(TextCall(name, {}),), format="plugin")
+
+
+def test_a_plugin_formats_markers_stream_without_a_list_to_keep_in_sync() -> None:
+    plugin = TextFormat("plugin", _plugin_calls, markers=("<<CALL ",), order=50)
+    orchestrator = Orchestrator({"tools": Anything()}, text_formats=[plugin])
+    text = "Calling. <<CALL get_time>> done"
+    for chunks in chunkings(text):
+        shown, response, _ = streamed(orchestrator, chunks)
+        assert shown == "Calling. "
+        assert response == orchestrator.process_llm_response(text)
+        assert response.call_executed
+    assert orchestrator.might_be_tool_call("Calling. <<CA")
+    assert not might_be_tool_call("Calling. <<CA ")  # the built-in formats know no such marker
+
+
+def test_a_format_without_markers_may_read_a_call_anywhere_so_nothing_is_shown_early() -> None:
+    anywhere = TextFormat("anywhere", lambda text, known: None)
+    orchestrator = Orchestrator({"tools": Anything()}, text_formats=[anywhere])
+    stream = orchestrator.stream()
+    assert stream.feed("Plain prose.") == ""
+    assert stream.finish().is_empty
+    assert stream.rest == "Plain prose."
+
+
+def test_might_be_tool_call_is_the_stream_holding_back_more_than_a_word() -> None:
+    # a word's letters held while they may begin a marker ("f" of "functools[") are prose
+    orchestrator = Orchestrator({"tools": Anything()})
+    for name, text in CORPUS.items():
+        for cut in range(min(len(text), 64) + 1):
+            stream = orchestrator.stream()
+            shown = stream.feed(text[:cut])
+            held = without_reasoning(text[:cut])[len(shown) :]
+            expected = stream.holding and re.fullmatch(r"\w+", held) is None
+            assert orchestrator.might_be_tool_call(text[:cut]) == expected, (name, cut)
+
+
+def test_the_async_end_is_the_same_and_feeding_after_the_end_is_an_error() -> None:
+    orchestrator = Orchestrator({"tools": Anything()})
+    text = 'Sure. {"tool": "add", "arguments": {"a": 1}}'
+    stream = orchestrator.stream()
+    assert stream.feed(text) == "Sure. "
+    response = asyncio.run(stream.afinish())
+    assert response == orchestrator.process_llm_response(text)
+    assert stream.finish() is response
+    with pytest.raises(ValueError, match="finished"):
+        stream.feed("more")
+
+
+# -- linear time: counted in lines run, not in seconds --------------------------------------
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent / "mcs_host")
+
+GROWING = {
+    "prose with brackets": "See [1] and {x}, $e^{i\\pi}$ and <b>bold</b>. ",
+    "openers never completed": "<tool_ [TOOL_CA functools ``x <thin ",
+    "one bracket never closed": None,
+    "a long thought": None,
+    "a call then more": None,
+}
+
+
+def _growing(name: str, size: int) -> str:
+    piece = GROWING[name]
+    if piece is not None:
+        return (piece * (size // len(piece) + 1))[:size]
+    if name == "one bracket never closed":
+        return "{" + '"a": [1, "x}"], ' * (size // 16)
+    if name == "a long thought":
+        return "<think>" + "hmm </thin " * (size // 11) + "</think>ok"
+    return '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>' + "x" * size
+
+
+def _lines_run(text: str, chunks: list[str]) -> int:
+    """Lines of mcs-host's code run to stream ``chunks`` (finish included)."""
+    orchestrator = Orchestrator({"tools": Anything()})
+    count = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if not frame.f_code.co_filename.startswith(_PACKAGE):
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        streamed(orchestrator, chunks)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+@pytest.mark.parametrize("name", list(GROWING))
+def test_streaming_work_grows_linearly_with_the_text_however_it_is_chunked(name: str) -> None:
+    small, large = _growing(name, 2_000), _growing(name, 8_000)
+    for cut in (list, lambda text: [text[i : i + 7] for i in range(0, len(text), 7)]):
+        ratio = _lines_run(large, cut(large)) / _lines_run(small, cut(small))
+        assert ratio < 4 * 1.25, (name, ratio)  # 4x the text; a rescan per chunk would be 16x
+
+
+def test_the_streaming_benchmark_streams_each_response_to_its_call() -> None:
+    # the script checks that each stream ends in the call and never shows its markup
+    done = subprocess.run(
+        [sys.executable, "scripts/bench_streaming.py", "--json", "--mb", "0.02", "--repeat", "1"],
+        cwd=Path(_PACKAGE).parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    section = json.loads(done.stdout)
+    assert len(section["markdown"]) == 2 + 2 * 2
+    assert [b["name"].partition(",")[0].partition(":")[0] for b in section["budgets"]] == [
+        "plain prose",
+        "plain prose",
+        "prose full of brackets",
+        "prose full of brackets",
+    ]
