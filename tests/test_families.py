@@ -63,8 +63,8 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\nOne moment.',
             [WEATHER],
         ),
-        "malformed": (
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        "malformed": (  # one brace short: mended inside a closed tag, cut off at the end
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
             [
                 (
                     "get_weather",
@@ -100,7 +100,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [
                 (
                     "get_weather",
-                    "problem: the call was cut off (</function> never came); it was not run",
+                    "problem: the call was cut off (</tool_call> never came); it was not run",
                 )
             ],
         ),
@@ -130,7 +130,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [
                 (
                     "get_weather",
-                    "problem: the call was cut off (</arg_value> never came); it was not run",
+                    "problem: the call was cut off (</tool_call> never came); it was not run",
                 )
             ],
         ),
@@ -157,7 +157,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [WEATHER],
         ),
         "malformed": (
-            "<seed:tool_call><function=get_weather><parameter=city>Oslo</parameter></function>",
+            "<seed:tool_call><function=get_weather><parameter=city>Os",
             [
                 (
                     "get_weather",
@@ -275,7 +275,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [QUOTE_A, QUOTE_B],  # V3.1: no type, no fence
         ),
         "malformed": (
-            f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}\n```',
+            f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}',
             [
                 (
                     "get_weather",
@@ -315,7 +315,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "malformed": (
             f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
-            f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+            f'<{DSML}parameter name="city" string="true">Os',
             [
                 (
                     "get_weather",
@@ -352,11 +352,11 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "malformed": (
             f'<{B}tool_calls_begin{B}><{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
-            f'<steptml:parameter name="city">Oslo</steptml:parameter>',
+            f'<steptml:parameter name="city">Os',
             [
                 (
                     "get_weather",
-                    "problem: the call was cut off (</steptml:invoke> never came); it was not run",
+                    "problem: the call was cut off (the tool call's end token never came)",
                 )
             ],
         ),
@@ -388,7 +388,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "malformed": (
             "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-            '<|tool_call_argument_begin|>{"city": "Oslo"}',
+            '<|tool_call_argument_begin|>{"city": "Os',
             [
                 (
                     "get_weather",
@@ -458,7 +458,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [("search_docs", {"query": "retries", "top_k": 3})],
         ),
         "malformed": (
-            '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n',
+            '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Os',
             [
                 (
                     "get_weather",
@@ -488,7 +488,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [WEATHER],
         ),
         "malformed": (
-            '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+            '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo"}}',
             [
                 (
                     "get_weather",
@@ -535,7 +535,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [WEATHER],
         ),
         "malformed": (
-            '<|tool_call_start|>[get_weather(city="Oslo")]',
+            '<|tool_call_start|>[get_weather(city="Os',
             [
                 (
                     "get_weather",
@@ -565,7 +565,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [("get_time", {})],
         ),
         "malformed": (
-            "<start_function_call>call:get_weather{city:<escape>Oslo<escape>}",
+            "<start_function_call>call:get_weather{city:<escape>Os",
             [
                 (
                     "get_weather",
@@ -618,7 +618,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [("get_time", {})],
         ),
         "malformed": (
-            '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+            '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Os',
             [
                 (
                     "get_weather",
@@ -649,7 +649,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [WEATHER],
         ),
         "malformed": (
-            '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Oslo"}}]',
+            '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Os',
             [
                 (
                     "get_weather",
@@ -776,45 +776,52 @@ def test_the_single_call_of_each_family_runs_through_the_orchestrator(family: st
 # -- the known wrong cases ---------------------------------------------------------------------
 
 CALL_TEXT = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
-CUT_RESPONSES = {
-    "openai": {
-        "choices": [
-            {"finish_reason": "length", "message": {"role": "assistant", "content": CALL_TEXT}}
-        ]
-    },
-    "anthropic": {
-        "type": "message",
-        "role": "assistant",
-        "stop_reason": "max_tokens",
-        "content": [{"type": "text", "text": CALL_TEXT}],
-    },
-    "gemini": {
-        "candidates": [
-            {
-                "finishReason": "MAX_TOKENS",
-                "content": {"role": "model", "parts": [{"text": CALL_TEXT}]},
-            }
-        ]
-    },
-    "ollama": {
-        "model": "m",
-        "done": True,
-        "done_reason": "length",
-        "message": {"role": "assistant", "content": CALL_TEXT},
-    },
-    "openai-responses": {
-        "object": "response",
-        "status": "incomplete",
-        "incomplete_details": {"reason": "max_output_tokens"},
-        "output": [
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": CALL_TEXT}],
-            }
-        ],
-    },
-}
+
+
+def cut_responses(text: str) -> dict[str, dict[str, Any]]:
+    """``text`` as each provider returns it when the output hit its length limit."""
+    return {
+        "openai": {
+            "choices": [
+                {"finish_reason": "length", "message": {"role": "assistant", "content": text}}
+            ]
+        },
+        "anthropic": {
+            "type": "message",
+            "role": "assistant",
+            "stop_reason": "max_tokens",
+            "content": [{"type": "text", "text": text}],
+        },
+        "gemini": {
+            "candidates": [
+                {
+                    "finishReason": "MAX_TOKENS",
+                    "content": {"role": "model", "parts": [{"text": text}]},
+                }
+            ]
+        },
+        "ollama": {
+            "model": "m",
+            "done": True,
+            "done_reason": "length",
+            "message": {"role": "assistant", "content": text},
+        },
+        "openai-responses": {
+            "object": "response",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}],
+                }
+            ],
+        },
+    }
+
+
+CUT_RESPONSES = cut_responses(CALL_TEXT)
 
 
 @pytest.mark.parametrize("provider", list(CUT_RESPONSES))
@@ -968,3 +975,316 @@ def test_shapes_the_upstream_parsers_read_in_their_own_way(
     text: str, expected: list[tuple[str, Any]]
 ) -> None:
     assert found(text) == expected
+
+
+# -- the end of the text: a stop token taken off is not a cut-off -----------------------------
+
+# Each response ends where the server stopped the model and took the closing tag or stop token
+# off (Ollama and llama.cpp hand gpt-oss's call over without <|call|>): the call is whole as
+# written and runs. The outputs are what the named upstream tests feed their parsers, with
+# our tools' names and arguments.
+AT_THE_END: dict[str, tuple[str, Expected]] = {
+    # llama.cpp tests/test-chat.cpp, test_gpt_oss_parser: the call after the analysis channel
+    "gpt-oss after its analysis": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # ... the recipient in the role header, the prompt having written <|start|>assistant
+    "gpt-oss recipient in the role header": (
+        ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    "gpt-oss role header after its analysis": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant to=functions.get_weather"
+        '<|channel|>commentary <|constrain|>json<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # ... and after a preamble in the commentary channel
+    "gpt-oss after a commentary preamble": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant<|channel|>commentary"
+        "<|message|>Hello, world!\nWhat's up?<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_hermes_tool_parser.py, ..._tool_call_until_eos
+    "hermes at EOS": (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_minimax_tool_parser.py, tool_call_incomplete_tag
+    "minimax-m1 without </tool_calls>": (
+        '<tool_calls>\n{"name": "get_quote", "arguments": {"ticker": "NVDA"}}\n'
+        '{"name": "get_quote", "arguments": {"ticker": "AMD"}}',
+        [QUOTE_A, QUOTE_B],
+    ),
+    # vLLM tests/tool_parsers/test_granite_tool_parser.py: Granite 3.0's token, 3.1's string;
+    # neither has a closing tag
+    "granite 3.0 token": (
+        '<|tool_call|> [{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+        [WEATHER],
+    ),
+    "granite 3.1 string": (
+        '<tool_call> [{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Oslo"\n  }\n}]',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_qwen3coder_tool_parser.py: the template's layout, cut
+    # where a stop sequence ended it
+    "qwen3-coder without </tool_call>": (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n",
+        [WEATHER],
+    ),
+    "qwen3-coder without </function>": (
+        "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
+        "<parameter=date>\n2025-03-14\n</parameter>\n",
+        [FLIGHT],
+    ),
+    # vLLM tests/tool_parsers/test_seed_oss_tool_parser.py
+    "seed-oss without </seed:tool_call>": (
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n</function>",
+        [WEATHER],
+    ),
+    # SGLang test/registered/unit/function_call/test_function_call_parser.py, GLM-4.5
+    "glm without </tool_call>": (
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n",
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_minimax_m2_tool_parser.py
+    "minimax-m2 without </invoke>": (
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n',
+        [WEATHER],
+    ),
+    "minimax-m2 without </minimax:tool_call>": (
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n'
+        "</invoke>\n",
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_step3_tool_parser.py
+    "step3 without its end tokens": (
+        f'<{B}tool_calls_begin{B}>\n<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">\n'
+        '<steptml:parameter name="city">Oslo</steptml:parameter>\n</steptml:invoke>',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_deepseekv32_tool_parser.py
+    "deepseek-dsml without </invoke>": (
+        f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_deepseekv3_tool_parser.py and test_deepseekv31_tool_parser.py
+    "deepseek v3 without its end tokens": (
+        f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}\n```',
+        [WEATHER],
+    ),
+    "deepseek v3.1 without its end tokens": (
+        f'{DS_CALLS}{DS_CALL}get_weather{DS_SEP}{{"city": "Oslo"}}',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_kimi_k2_tool_parser.py
+    "kimi-k2 without <|tool_call_end|>": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_lfm2_tool_parser.py
+    "lfm2 without <|tool_call_end|>": ('<|tool_call_start|>[get_weather(city="Oslo")]', [WEATHER]),
+    # vLLM tests/tool_parsers/test_functiongemma_tool_parser.py
+    "functiongemma without <end_function_call>": (
+        "<start_function_call>call:get_weather{city:<escape>Oslo<escape>}",
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_internlm2_tool_parser.py
+    "internlm without <|action_end|>": (
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+        [WEATHER],
+    ),
+    # vLLM tests/tool_parsers/test_cohere_command_tool_parser.py
+    "command without <|END_ACTION|>": (
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", '
+        '"parameters": {"city": "Oslo"}}]',
+        [WEATHER],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(AT_THE_END))
+def test_a_whole_call_whose_closing_tag_or_stop_token_was_taken_off_runs(case: str) -> None:
+    text, expected = AT_THE_END[case]
+    assert found(text) == expected
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (True, False), response
+    assert tools.ran == [name for name, _ in expected]
+
+
+# What does not parse whole at the end of the text was cut off: nothing in it runs, and a
+# body that needed a repair is not whole, though the same inside a closed tag is mended.
+CUT_AT_THE_END: dict[str, str] = {
+    # llama.cpp tests/test-chat.cpp, test_gpt_oss_parser: a partial call
+    "gpt-oss arguments cut": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.get_weather <|constrain|>json<|message|>{"city"'
+    ),
+    "gpt-oss empty body": "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>",
+    "gpt-oss next message before <|call|>": (
+        '<|channel|>commentary to=functions.get_weather<|message|>{"city": "Oslo"}'
+        "<|start|>assistant<|channel|>final<|message|>Done."
+    ),
+    # vLLM tests/tool_parsers/test_hermes_tool_parser.py, ..._tool_call_invalid_json
+    "hermes one brace short": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
+    "hermes single quotes": "<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Oslo'}}",
+    "hermes prose after the call": (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\nand then'
+    ),
+    # vLLM tests/tool_parsers/test_granite_tool_parser.py, malformed_input_outputs
+    "granite array open": '<|tool_call|> [{"name": "get_weather", "arguments": {',
+    "granite one brace short": '<|tool_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}',
+    "minimax-m1 array open": '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+    "minimax-m1 line cut": (
+        '<tool_calls>\n{"name": "get_quote", "arguments": {"ticker": "NVDA"}}\n{"name": "get_quo'
+    ),
+    "qwen3-coder parameter open": "<tool_call>\n<function=get_weather>\n<parameter=city>\nOs",
+    "qwen3-coder next parameter begun": (
+        "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
+        "<parameter=da"
+    ),
+    "qwen3-coder function without parameters": "<tool_call>\n<function=get_time>\n",
+    "glm next key begun": (
+        "<tool_call>lookup_flight\n<arg_key>flight_no</arg_key>\n<arg_value>LH404</arg_value>\n"
+        "<arg_key>date</arg_key>"
+    ),
+    "glm name only": "<tool_call>get_time",
+    "minimax-m2 next parameter begun": (
+        '<minimax:tool_call>\n<invoke name="lookup_flight">\n'
+        '<parameter name="flight_no">LH404</parameter>\n<parameter name="da'
+    ),
+    "deepseek-dsml parameter open": (
+        f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Os'
+    ),
+    "deepseek v3 fence open": (
+        f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}'
+    ),
+    "kimi-k2 one brace short": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Oslo"'
+    ),
+    "lfm2 list open": '<|tool_call_start|>[get_weather(city="Oslo")',
+    "functiongemma object open": "<start_function_call>call:get_weather{city:<escape>Oslo<escape>",
+}
+
+
+@pytest.mark.parametrize("case", list(CUT_AT_THE_END))
+def test_a_call_that_does_not_parse_whole_at_the_end_of_the_text_is_cut_off_and_not_run(
+    case: str,
+) -> None:
+    text = CUT_AT_THE_END[case]
+    calls = detect(text, KNOWN).calls
+    assert calls
+    assert all(call.problem and "cut off" in call.problem for call in calls), calls
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (False, True), response
+    assert tools.ran == []
+
+
+@pytest.mark.parametrize("provider", list(CUT_RESPONSES))
+@pytest.mark.parametrize(
+    "case", ["gpt-oss after its analysis", "hermes at EOS", "minimax-m2 without </invoke>"]
+)
+def test_a_whole_call_at_the_end_of_a_response_cut_at_the_length_limit_is_still_not_run(
+    provider: str, case: str
+) -> None:
+    # the provider's own length signal says the model was stopped, whatever the text reads as
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(
+        cut_responses(AT_THE_END[case][0])[provider]
+    )
+    assert (response.call_executed, response.call_failed) == (False, True), response
+    assert "output limit" in (response.call_detail or "")
+    assert tools.ran == []
+
+
+def test_no_call_in_reasoning_runs_though_its_closing_tag_never_came() -> None:
+    # the analysis channel that never ends is reasoning still: no call yet
+    text = (
+        "<|channel|>analysis<|message|>I will send to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Oslo"}'
+    )
+    assert detect(text, KNOWN).calls == ()
+    assert detect('<think>\n<tool_call>\n{"name": "get_time", "arguments": {}}', KNOWN).calls == ()
+
+
+# -- values arrive byte-exact -----------------------------------------------------------------
+
+OLD = "    if x:\n        return 1\n"
+NEW = "\n    if x:\n        return 2\n\n"
+EDIT = {"path": "a.py", "old_string": OLD, "new_string": NEW}
+# Each family's template layout (and the upstream test that feeds its parser such a value):
+# Qwen3-Coder and Seed-OSS write a newline after <parameter=k> and one before </parameter>,
+# the one newline the parsers take off each side (vLLM tool_chat_template_qwen3coder.jinja,
+# tests/tool_parsers/test_qwen3coder_tool_parser.py, test_seed_oss_tool_parser.py); GLM,
+# MiniMax-M2, Step-3 and DeepSeek V3.2 write the value right after the opening tag
+# (SGLang test_whitespace_preserved_in_arg_values for GLM; vLLM's fixes for MiniMax-M2,
+# Qwen3 and Step-3, PRs 48846 and 49567).
+EDIT_FILE: dict[str, str] = {
+    "qwen3-coder": "<tool_call>\n<function=edit_file>\n<parameter=path>\na.py\n</parameter>\n"
+    f"<parameter=old_string>\n{OLD}\n</parameter>\n<parameter=new_string>\n{NEW}\n</parameter>\n"
+    "</function>\n</tool_call>",
+    "seed-oss": "<seed:tool_call>\n<function=edit_file>\n<parameter=path>\na.py\n</parameter>\n"
+    f"<parameter=old_string>\n{OLD}\n</parameter>\n<parameter=new_string>\n{NEW}\n</parameter>\n"
+    "</function>\n</seed:tool_call>",
+    "glm": "<tool_call>edit_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n"
+    f"<arg_key>old_string</arg_key>\n<arg_value>{OLD}</arg_value>\n"
+    f"<arg_key>new_string</arg_key>\n<arg_value>{NEW}</arg_value>\n</tool_call>",
+    "minimax-m2": '<minimax:tool_call>\n<invoke name="edit_file">\n<parameter name="path">a.py'
+    f'</parameter>\n<parameter name="old_string">{OLD}</parameter>\n'
+    f'<parameter name="new_string">{NEW}</parameter>\n</invoke>\n</minimax:tool_call>',
+    "step3": f"<{B}tool_calls_begin{B}>\n<{B}tool_call_begin{B}>function<{B}tool_sep{B}>"
+    '<steptml:invoke name="edit_file">\n<steptml:parameter name="path">a.py</steptml:parameter>\n'
+    f'<steptml:parameter name="old_string">{OLD}</steptml:parameter>\n'
+    f'<steptml:parameter name="new_string">{NEW}</steptml:parameter>\n'
+    f"</steptml:invoke><{B}tool_call_end{B}>\n<{B}tool_calls_end{B}>",
+    "deepseek-dsml": f'<{DSML}function_calls>\n<{DSML}invoke name="edit_file">\n'
+    f'<{DSML}parameter name="path" string="true">a.py</{DSML}parameter>\n'
+    f'<{DSML}parameter name="old_string" string="true">{OLD}</{DSML}parameter>\n'
+    f'<{DSML}parameter name="new_string" string="true">{NEW}</{DSML}parameter>\n'
+    f"</{DSML}invoke>\n</{DSML}function_calls>",
+}
+
+
+class Editor(MCSToolDriver):
+    """``edit_file(path, old_string, new_string)``, all strings: returns its arguments."""
+
+    meta = DriverMeta(id="editor-0001", name="Editor", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        parameters = [
+            ToolParameter(name=key, description=key, schema={"type": "string"})
+            for key in ("path", "old_string", "new_string")
+        ]
+        return [Tool(name="edit_file", description="Edit a file.", parameters=parameters)]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return arguments
+
+
+@pytest.mark.parametrize("family", list(EDIT_FILE))
+def test_a_string_value_arrives_byte_exact_in_every_xml_family(family: str) -> None:
+    text = EDIT_FILE[family]
+    assert found(text) == [("edit_file", EDIT)]
+    response = Orchestrator({"editor": Editor()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == EDIT
+
+
+@pytest.mark.parametrize("family", list(EDIT_FILE))
+def test_a_string_value_arrives_byte_exact_when_the_closing_tags_were_taken_off(
+    family: str,
+) -> None:
+    # cut right after the last parameter: the same value, and a call that runs
+    text = EDIT_FILE[family]
+    last = max(text.rfind("</parameter>"), text.rfind("</arg_value>"))
+    last = max(last, text.rfind(f"</{DSML}parameter>"), text.rfind("</steptml:parameter>"))
+    text = text[: text.index(">", last) + 1]
+    assert found(text) == [("edit_file", EDIT)]

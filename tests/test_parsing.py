@@ -68,9 +68,14 @@ FORMATS = [
         '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>',
         [("get_weather", {"city": "Oslo"}), ("add", {"a": 1})],
     ),
-    (
-        "unclosed tool_call tag",
+    (  # the server took the stop token off: the call is whole as written
+        "tool_call tag at the end of the text",
         'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [("get_weather", {"city": "Oslo"})],
+    ),
+    (  # one brace short: mended in a closed tag, but at the end of the text it was cut off
+        "unclosed tool_call tag",
+        'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
         [("get_weather", "the call was cut off (</tool_call> never came); it was not run")],
     ),
     (
@@ -399,6 +404,36 @@ ADVERSARIAL = {
     "tag openers": "<tool_call>" * 20_000,
     "mistral names never closed": "[TOOL_CALLS]add{" * 15_000,
     "fences never closed": "```json\n{\n" * 20_000,
+    "harmony calls never ended": (
+        "<|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json"
+        '<|message|>{"a": ' * 6_000
+    ),
+    "invokes never closed, each parameter closed": (
+        '<minimax:tool_call><invoke name="add"><parameter name="a">1</parameter>' * 6_000
+    ),
+    "functions never closed, each parameter closed": (
+        "<tool_call><function=add><parameter=a>1</parameter>" * 8_000
+    ),
+    "GLM calls never closed, each value closed": (
+        "<tool_call>add<arg_key>a</arg_key><arg_value>1</arg_value>" * 8_000
+    ),
+    "GLM keys never closed": "<tool_call>add" + "<arg_key>a" * 20_000,
+    # a run of whitespace where a format allows some: read once, not once per character
+    "whitespace before a harmony channel": " " * 100_000 + "<|channel|>x",
+    "whitespace in a harmony header": "<|channel|>commentary" + " " * 100_000 + "x",
+    "whitespace in a Kimi call id": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>" + " " * 100_000 + "x"
+    ),
+    "whitespace around a DeepSeek fence": (
+        "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
+        "<\uff5ctool\u2581sep\uff5c>add"
+        + " " * 50_000
+        + "```json"
+        + " " * 50_000
+        + "{}"
+        + " " * 50_000
+    ),
+    "whitespace after a fence": "```" + " " * 100_000 + "```",
 }
 
 

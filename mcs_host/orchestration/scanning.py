@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from .calls import TextCall
-from .healing import Unhealable, heal
+from .healing import OPEN_INVOKE, Unhealable, heal
 
 __all__: list[str] = []  # shared by the text formats; nothing public
 
@@ -236,7 +236,7 @@ def fences(text: str) -> Iterator[tuple[str, str]]:
         start = text.find("```", end + 3)
 
 
-_FENCE_HEAD = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n")
+_FENCE_HEAD = re.compile(r"```[ \t]*+([A-Za-z_]*+)[ \t]*+\n")  # possessive: spaces read once
 
 
 def split_top_level(text: str, separator: str) -> list[str]:
@@ -330,6 +330,49 @@ def is_json_value(value: Any, depth: int = 0) -> bool:
 def cut_off(what: str) -> str:
     """The problem of a call whose closing delimiter never came."""
     return f"the call was cut off ({what} never came); it was not run"
+
+
+def ended(calls: Iterable[TextCall], whole: bool, closing: str) -> list[TextCall]:
+    """The calls of a body that runs to the end of the text, its ``closing`` tag or stop
+    token never written. Servers take a stop token off (Ollama and llama.cpp hand gpt-oss's
+    call over without ``<|call|>``), so when the body is ``whole`` (complete as written) each
+    call is as read, unless its arguments needed a repair; a body that is not whole was cut
+    off, and none of its calls runs."""
+    return [
+        call
+        if whole and (call.problem or all(note == OPEN_INVOKE for note in call.healed))
+        else TextCall(call.name, None, cut_off(closing), id=call.id)
+        for call in calls
+    ]
+
+
+def whole_json(text: str) -> bool:
+    """Whether ``text`` is one JSON value as written: no repair, nothing after it."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def parameters_closed(body: str, *tags: tuple[str, str]) -> bool:
+    """Whether the body of an XML invoke whose own closing tag never came is parameters and
+    nothing else, each closed: one at least, each an opening of ``tags`` read to its closing
+    tag, whitespace between. Such an invoke is whole as written (the server took its stop
+    token off); anything else after the last closed parameter means the text was cut off."""
+    at, length, count = 0, len(body), 0
+    while True:
+        while at < length and body[at] in " \t\r\n":
+            at += 1
+        if at == length:
+            return count > 0
+        pair = next((pair for pair in tags if body.startswith(pair[0], at)), None)
+        if pair is None:
+            return False
+        end = body.find(pair[1], at + len(pair[0]))
+        if end == -1:
+            return False
+        at, count = end + len(pair[1]), count + 1
 
 
 def xml_arguments(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -1,6 +1,7 @@
 """Command R7B and Command A: ``<|START_ACTION|>`` then a JSON array of
 ``{"tool_call_id", "tool_name", "parameters"}`` up to ``<|END_ACTION|>``; the plan in
-``<|START_THINKING|>`` ... ``<|END_THINKING|>`` is reasoning. (Command-R's older
+``<|START_THINKING|>`` ... ``<|END_THINKING|>`` is reasoning; at the end of the text, the
+array runs without ``<|END_ACTION|>`` when it parses as written. (Command-R's older
 ``Action: ```json [...]``` `` is a fenced array the JSON protocol reads.)"""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import calls_from_fragment, cut_off, first_value
+from mcs_host.orchestration.scanning import calls_from_fragment, ended, first_value, whole_json
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -29,11 +30,8 @@ def actions(text: str, known: Collection[str]) -> TextDetection | None:
             TextCall(c.name, c.arguments, c.problem, c.healed, ids[i] if i < len(ids) else None)
             for i, c in enumerate(found)
         ]
-        if not closing:
-            found = [
-                c if c.problem else TextCall(c.name, None, cut_off("<|END_ACTION|>"), id=c.id)
-                for c in found
-            ]
+        if not closing:  # at the end of the text
+            found = ended(found, whole_json(stripped), "<|END_ACTION|>")
         calls.extend(found)
     return TextDetection(tuple(calls), "command") if calls else None
 

@@ -9,6 +9,10 @@ U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each c
 and V3.2's DSML: ``<|DSML|function_calls>``, ``<|DSML|invoke name="...">`` with
 ``<|DSML|parameter name="k" string="true|false">v</|DSML|parameter>`` (a string as it is,
 anything else JSON). R1's reasoning is ``<think>``, which the text step sets aside.
+
+Step-3's and DSML's values are written right after their opening tag and kept as written. A
+call at the end of the text whose end token or closing tag never came runs when it is whole
+as written (JSON that parses as it is, parameters all closed); otherwise it was cut off.
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ from collections.abc import Collection
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, cut_off, xml_arguments, xml_value
+from mcs_host.orchestration.healing import OPEN_INVOKE
+from mcs_host.orchestration.scanning import (
+    call_with_arguments,
+    cut_off,
+    ended,
+    parameters_closed,
+    whole_json,
+    xml_arguments,
+    xml_value,
+)
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -31,13 +44,14 @@ _CALL = re.compile(
     re.DOTALL,
 )
 _SEP = re.compile(rf"<{_BAR}tool{_S}sep{_BAR}>")
-_FENCED = re.compile(r"\A\s*([^\n`]*?)\s*\n?```(?:json)?\s*\n?(.*?)\n?\s*```\s*\Z", re.DOTALL)
 _STEP_INVOKE = re.compile(r'<steptml:invoke name="([^"]+)">(.*?)(</steptml:invoke>|\Z)', re.DOTALL)
+_STEP_TAGS = ("<steptml:parameter name=", "</steptml:parameter>")
 _STEP_PARAMETER = re.compile(
     r'<steptml:parameter name="([^"]+)">(.*?)(?:</steptml:parameter>|\Z)', re.DOTALL
 )
 _DSML = f"{_BAR}DSML{_BAR}"
 _DSML_INVOKE = re.compile(rf'<{_DSML}invoke name="([^"]+)">(.*?)(</{_DSML}invoke>|\Z)', re.DOTALL)
+_DSML_TAGS = (f"<{_DSML}parameter name=", f"</{_DSML}parameter>")
 _DSML_PARAMETER = re.compile(
     rf'<{_DSML}parameter name="([^"]+)"(?:\s+string="(true|false)")?>(.*?)'
     rf"(</{_DSML}parameter>|\Z)",
@@ -54,8 +68,8 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     calls: list[TextCall] = []
     for body, closing in _CALL.findall(text, begin.end()):
         call = _one(body)
-        if call is not None and not closing and call.problem is None:
-            call = TextCall(call.name, None, cut_off("the tool call's end token"))
+        if call is not None and not closing:  # at the end of the text
+            (call,) = ended([call], call.problem is None, "the tool call's end token")
         if call is not None:
             calls.append(call)
     fmt = "step3" if "<steptml:invoke" in text else "deepseek"
@@ -71,17 +85,31 @@ def _one(body: str) -> TextCall | None:
         if invoke is None:
             return None
         name, inner, closing = invoke.groups()
-        if not closing:
+        if not closing and not parameters_closed(inner, _STEP_TAGS):
             return TextCall(name, None, cut_off("</steptml:invoke>"))
-        values, texts = xml_arguments((k, v.strip()) for k, v in _STEP_PARAMETER.findall(inner))
-        return TextCall(name, values, texts=texts)
+        values, texts = xml_arguments(_STEP_PARAMETER.findall(inner))  # values as written
+        return TextCall(name, values, healed=() if closing else (OPEN_INVOKE,), texts=texts)
     if kind.strip() == "function":  # V3 and R1: the name, then a fenced block
-        fenced = _FENCED.match(rest)
+        fenced = _fenced(rest)
         if fenced is None:
             name = rest.strip().split("\n", 1)[0].strip()
             return TextCall(name or "?", None, "the arguments are not in a ```json block")
-        return call_with_arguments(fenced.group(1).strip(), fenced.group(2).strip())
+        return call_with_arguments(*fenced)
     return call_with_arguments(kind.strip(), rest.strip())  # V3.1: name, then the JSON
+
+
+def _fenced(rest: str) -> tuple[str, str] | None:
+    """V3's arguments: the name on its line, then a fenced JSON block that ends the text;
+    the name and the JSON, or ``None``. Read with string methods, so a run of whitespace
+    between the parts is read once."""
+    head, fence, after = rest.partition("```")
+    name = head.strip()
+    if not fence or "\n" in name or "`" in name:
+        return None
+    after = after.removeprefix("json").rstrip()
+    if not after.endswith("```"):
+        return None
+    return name, after[:-3].strip()
 
 
 def _split_sep(body: str) -> tuple[str, str, str]:
@@ -98,7 +126,7 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
         return None
     calls = []
     for name, body, closing in _DSML_INVOKE.findall(text, start):
-        if not closing:
+        if not closing and not (parameters_closed(body, _DSML_TAGS) or whole_json(body.strip())):
             calls.append(TextCall(name, None, cut_off(f"</{_DSML}invoke>")))
             continue
         arguments: dict[str, Any] = {}
@@ -119,7 +147,8 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
             else:
                 calls.append(TextCall(name, None, "the invoke holds no parameters"))
             continue
-        calls.append(TextCall(name, None if problem else arguments, problem, texts=texts))
+        healed = () if closing else (OPEN_INVOKE,)
+        calls.append(TextCall(name, None if problem else arguments, problem, healed, texts=texts))
     return TextDetection(tuple(calls), "deepseek-dsml")
 
 

@@ -1,6 +1,7 @@
 """FunctionGemma: ``<start_function_call>call:NAME{key:value,...}<end_function_call>``.
 Keys are bare; a string value is wrapped in ``<escape>`` tokens, other values (numbers,
-``true``, nested ``{...}`` and ``[...]``) are written as they are."""
+``true``, nested ``{...}`` and ``[...]``) are written as they are. At the end of the text,
+a call runs without ``<end_function_call>`` when its ``{...}`` closes and nothing follows."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ _CALL = re.compile(
     r"<start_function_call>\s*call:([\w.\-]+)\s*(.*?)(<end_function_call>|\Z)", re.DOTALL
 )
 _ESCAPE = "<escape>"
+_END = "<end_function_call>"
 
 
 class _UnreadableError(ValueError):
@@ -27,13 +29,15 @@ class _UnreadableError(ValueError):
 def calls(text: str, known: Collection[str]) -> TextDetection | None:
     found = []
     for name, body, closing in _CALL.findall(text):
-        if not closing:
-            found.append(TextCall(name, None, cut_off("<end_function_call>")))
-            continue
+        stripped = body.strip()
         try:
-            value, _ = _value(body.strip(), 0)
+            value, end = _value(stripped, 0)
         except (_UnreadableError, IndexError, RecursionError) as exc:
-            found.append(TextCall(name, None, f"the arguments are not readable ({exc})"))
+            problem = f"the arguments are not readable ({exc})"
+            found.append(TextCall(name, None, problem if closing else cut_off(_END)))
+            continue
+        if not closing and end != len(stripped):  # at the end of the text, and not whole
+            found.append(TextCall(name, None, cut_off(_END)))
             continue
         if not isinstance(value, dict):
             found.append(TextCall(name, None, "the arguments are not a {key:value} object"))
@@ -55,7 +59,9 @@ def _value(text: str, at: int, depth: int = 0) -> tuple[Any, int]:
         result: dict[str, Any] = {}
         at += 1
         while text[at] != "}":
-            colon = text.index(":", at)
+            colon = text.find(":", at)
+            if colon == -1:
+                raise _UnreadableError("a key has no ':'")
             key = text[at:colon].strip()
             if not key:
                 raise _UnreadableError("a key is empty")

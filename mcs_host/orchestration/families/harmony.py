@@ -2,7 +2,11 @@
 <|message|>BODY`` ending in ``<|call|>``, ``<|end|>`` or ``<|return|>``. A message to
 ``functions.NAME`` is a call with a JSON body; the ``analysis`` channel is reasoning and holds
 no call; other recipients (``browser.search``, ``python``) are the model's built-in tools,
-not ours. Once harmony is found, only its calls count: a final answer is an answer."""
+not ours. The recipient may also stand in the role header (``<|start|>assistant
+to=functions.NAME<|channel|>commentary``), and a call may follow a preamble in the
+commentary channel. ``<|call|>`` is a stop token that Ollama and llama.cpp take off: a call
+at the end of the text runs without it when its JSON parses as written, and is cut off
+otherwise. Once harmony is found, only its calls count: a final answer is an answer."""
 
 from __future__ import annotations
 
@@ -10,34 +14,53 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, cut_off
+from mcs_host.orchestration.scanning import call_with_arguments, cut_off, whole_json
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
-_MESSAGE = re.compile(
-    r"(?:<\|start\|>assistant)?(?:\s*to=([\w.\-]+))?\s*<\|channel\|>(\w+)"
-    r"(?:\s*to=([\w.\-]+))?\s*(?:<\|constrain\|>\s*\w+|json)?\s*<\|message\|>"
-    r"(.*?)(<\|call\|>|<\|end\|>|<\|return\|>|(?=<\|start\|>)|\Z)",
-    re.DOTALL,
+_HEADER = re.compile(
+    r"<\|channel\|>(\w++)(?:\s*+to=([\w.\-]++))?+\s*+(?:<\|constrain\|>\s*+\w++|json)?+\s*+"
+    r"<\|message\|>"
 )
+"""A message's header from its channel on; possessive, so a run of whitespace is read once."""
+_END = re.compile(r"<\|call\|>|<\|end\|>|<\|return\|>|<\|start\|>")
+_ROLE_RECIPIENT = re.compile(r"to=([\w.\-]++)\s*+")
+_LOOKBACK = 256
+"""How far before ``<|channel|>`` a recipient in the role header is looked for."""
 
 
 def messages(text: str, known: Collection[str]) -> TextDetection | None:
-    """Each message addressed to ``functions.NAME``."""
+    """Each message addressed to ``functions.NAME``: found from channel to channel, each
+    message's end one search on, so the text is read once."""
     calls = []
     found = False
-    for before, _channel, after, body, closing in _MESSAGE.findall(text):
+    at = 0
+    while (header := _HEADER.search(text, at)) is not None:
         found = True
-        recipient = before or after
-        if not recipient.startswith("functions."):
+        end = _END.search(text, header.end())
+        closing = end.group() if end is not None and end.group() != "<|start|>" else ""
+        body = text[header.end() : len(text) if end is None else end.start()]
+        recipient = header.group(2) or _role_recipient(text, at, header.start())
+        at = len(text) if end is None else end.end() if closing else end.start()
+        if not recipient or not recipient.startswith("functions."):
             continue
         name = recipient.removeprefix("functions.")
-        if not closing:
-            calls.append(TextCall(name, None, cut_off("<|call|>")))
-            continue
         stripped = body.strip()
-        calls.append(call_with_arguments(name, stripped) if stripped else TextCall(name, {}))
+        if closing:
+            calls.append(call_with_arguments(name, stripped) if stripped else TextCall(name, {}))
+        elif end is None and whole_json(stripped):  # at the end: the stop token taken off
+            calls.append(call_with_arguments(name, stripped))
+        else:  # cut off, or the next message began before this one ended
+            calls.append(TextCall(name, None, cut_off("<|call|>")))
     return TextDetection(tuple(calls), "harmony") if found else None
+
+
+def _role_recipient(text: str, floor: int, channel: int) -> str | None:
+    """The ``to=RECIPIENT`` right before ``<|channel|>`` (in the role header), not looking
+    before ``floor`` (the previous message's end) or farther back than :data:`_LOOKBACK`."""
+    start = text.rfind("to=", max(floor, channel - _LOOKBACK), channel)
+    found = _ROLE_RECIPIENT.fullmatch(text, start, channel) if start != -1 else None
+    return found.group(1) if found else None
 
 
 FORMATS = (

@@ -1,7 +1,11 @@
 """Hermes, Qwen, GLM and Granite 4: ``<tool_call>`` tags, each holding a JSON call (Hermes,
 Qwen 2.5/3, Granite 4), Qwen3-Coder's XML (``<function=name><parameter=key>value``) or GLM
 4.5-4.7's ``name<arg_key>key</arg_key><arg_value>value</arg_value>``; and Qwen3-Coder's
-``<function=...>`` without the tag. A tag that never closes is a call cut off."""
+``<function=...>`` without the tag. A tag that never closes runs to the end of the text: its
+calls run when they are whole as written (JSON that parses as it is, parameters all closed),
+as servers take the stop token off; otherwise they were cut off. Qwen's template writes a
+newline after ``<parameter=k>`` and before ``</parameter>``: that one is taken off each side,
+the rest of the value kept as written; GLM writes its values without one."""
 
 from __future__ import annotations
 
@@ -9,10 +13,14 @@ import re
 from collections.abc import Collection, Iterator
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import (
     call_with_arguments,
     calls_from_fragment,
     cut_off,
+    ended,
+    parameters_closed,
+    whole_json,
     xml_arguments,
 )
 
@@ -25,7 +33,7 @@ _PARAMETER_TAG = re.compile(
     r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|\Z)", re.DOTALL
 )
 _GLM_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?=<arg_key>|\Z)")
-_GLM_PAIR = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)(</arg_value>|\Z)", re.DOTALL)
+_GLM_KEY, _GLM_VALUE = ("<arg_key>", "</arg_key>"), ("<arg_value>", "</arg_value>")
 
 
 def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
@@ -38,13 +46,28 @@ def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
         elif body.lstrip()[:1] in ("{", "["):
             found = calls_from_fragment(body.strip(), "<tool_call>")
         else:
-            found = _glm(body, known)
-        if not closing:
-            found = [
-                c if c.problem else TextCall(c.name, None, cut_off("</tool_call>")) for c in found
-            ]
+            found = _glm(body, known, bool(closing))
+        if not closing:  # at the end of the text
+            found = ended(found, _whole(body), "</tool_call>")
         calls.extend(found)
     return TextDetection(tuple(calls), "tool_call-tag") if calls else None
+
+
+def _whole(body: str) -> bool:
+    """Whether a ``<tool_call>`` body that runs to the end of the text is complete as
+    written: JSON that parses as it is, XML functions with nothing begun after the last, or
+    GLM's name and key/value pairs, every value closed."""
+    stripped = body.strip()
+    if "<function=" in body:
+        return stripped.endswith(("</function>", "</parameter>", "}"))  # nothing begun after
+    if stripped[:1] in ("{", "["):
+        return whole_json(stripped)
+    named = _GLM_NAME.match(body)
+    return (
+        named is not None
+        and stripped.endswith("</arg_value>")
+        and parameters_closed(body[named.end() :], _GLM_KEY, _GLM_VALUE)
+    )
 
 
 def function_tags(text: str, known: Collection[str]) -> TextDetection | None:
@@ -58,17 +81,20 @@ def xml_functions(text: str) -> Iterator[TextCall]:
     for name, body, closing in _FUNCTION_TAG.findall(text):
         if body.strip()[:1] not in ("", "<", "{"):
             continue  # "<function=name> syntax ...": the tag only mentioned
-        if not closing:
-            yield TextCall(name, None, cut_off("</function>"))
-            continue
+        stripped = body.strip()
         if "<parameter=" in body:
+            if not closing and not parameters_closed(body, ("<parameter=", "</parameter>")):
+                yield TextCall(name, None, cut_off("</function>"))
+                continue
             arguments, texts = xml_arguments(
                 (key, _one_newline_off(value)) for key, value in _PARAMETER_TAG.findall(body)
             )
-            yield TextCall(name, arguments, texts=texts)
-            continue
-        stripped = body.strip()
-        yield call_with_arguments(name, stripped) if stripped else TextCall(name, {})
+            yield TextCall(name, arguments, healed=() if closing else (OPEN_INVOKE,), texts=texts)
+        elif not closing:  # a JSON body runs when it is whole as written
+            call = call_with_arguments(name, stripped)
+            yield ended([call], whole_json(stripped), "</function>")[0]
+        else:
+            yield call_with_arguments(name, stripped) if stripped else TextCall(name, {})
 
 
 def _one_newline_off(value: str) -> str:
@@ -77,20 +103,45 @@ def _one_newline_off(value: str) -> str:
     return value[:-1] if value.endswith("\n") else value
 
 
-def _glm(body: str, known: Collection[str]) -> list[TextCall]:
+def _glm(body: str, known: Collection[str], closed: bool) -> list[TextCall]:
     """GLM's ``name<arg_key>k</arg_key><arg_value>v</arg_value>...``; nothing when the body
     does not start with a tool name (prose that mentions the tag), and a bare name only
-    when it is a tool on offer."""
+    when it is a tool on offer. Unless ``closed``, the call was read without its closing
+    tag (and says so)."""
     named = _GLM_NAME.match(body)
     if named is None or ("<arg_key>" not in body and named.group(1) not in known):
         return []
     pairs = []
-    for key, value, closing in _GLM_PAIR.findall(body, named.end()):
+    for key, value, closing in _glm_pairs(body, named.end()):
         if not closing:
             return [TextCall(named.group(1), None, cut_off("</arg_value>"))]
-        pairs.append((key.strip(), value.strip()))
+        pairs.append((key.strip(), value))  # the value as written: GLM adds no newline
     arguments, texts = xml_arguments(pairs)
-    return [TextCall(named.group(1), arguments, texts=texts)]
+    healed = () if closed else (OPEN_INVOKE,)
+    return [TextCall(named.group(1), arguments, healed=healed, texts=texts)]
+
+
+def _glm_pairs(body: str, at: int) -> Iterator[tuple[str, str, bool]]:
+    """Each ``<arg_key>K</arg_key><arg_value>V</arg_value>`` from ``at`` on (whitespace may
+    separate the tags): the key, the value, and whether ``</arg_value>`` came. A key that no
+    value follows is skipped. Substring searches from tag to tag: the body is read once."""
+    while (key := body.find(_GLM_KEY[0], at)) != -1:
+        key_end = body.find(_GLM_KEY[1], key)
+        if key_end == -1:
+            return
+        at = key_end + len(_GLM_KEY[1])
+        value = at
+        while value < len(body) and body[value] in " \t\r\n":
+            value += 1
+        if not body.startswith(_GLM_VALUE[0], value):
+            continue
+        start = value + len(_GLM_VALUE[0])
+        end = body.find(_GLM_VALUE[1], start)
+        if end == -1:
+            yield body[key + len(_GLM_KEY[0]) : key_end], body[start:], False
+            return
+        yield body[key + len(_GLM_KEY[0]) : key_end], body[start:end], True
+        at = end + len(_GLM_VALUE[1])
 
 
 FORMATS = (

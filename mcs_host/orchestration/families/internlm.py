@@ -1,5 +1,6 @@
 """InternLM2 and Intern-S1: ``<|action_start|><|plugin|>`` (a space may separate the two
-tokens) then a JSON call, up to ``<|action_end|>``."""
+tokens) then a JSON call, up to ``<|action_end|>`` (at the end of the text, the call runs
+without it when its JSON parses as written)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import calls_from_fragment, cut_off
+from mcs_host.orchestration.scanning import calls_from_fragment, ended, whole_json
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -21,10 +22,8 @@ def actions(text: str, known: Collection[str]) -> TextDetection | None:
         if not stripped.startswith("{"):
             continue
         found = calls_from_fragment(stripped, "<|plugin|>")
-        if not closing:
-            found = [
-                c if c.problem else TextCall(c.name, None, cut_off("<|action_end|>")) for c in found
-            ]
+        if not closing:  # at the end of the text
+            found = ended(found, whole_json(stripped), "<|action_end|>")
         calls.extend(found)
     return TextDetection(tuple(calls), "internlm") if calls else None
 

@@ -1,6 +1,7 @@
 """Kimi K2: ``<|tool_calls_section_begin|>`` ... ``<|tool_calls_section_end|>``, each call
 ``<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{json}<|tool_call_end|>``
-(the id is kept as the call's id). Reasoning (K2-Thinking) is ``<think>``."""
+(the id is kept as the call's id). Reasoning (K2-Thinking) is ``<think>``. A call at the end
+of the text without ``<|tool_call_end|>`` runs when its JSON parses as written."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, cut_off
+from mcs_host.orchestration.scanning import call_with_arguments, cut_off, whole_json
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 _SECTION = re.compile(r"<\|tool_calls?_section_begin\|>")
 _CALL = re.compile(
-    r"<\|tool_call_begin\|>\s*(?:(?:functions\.)?([\w.\-]+?):(\d+)|([^<]*?))\s*"
-    r"<\|tool_call_argument_begin\|>(.*?)(<\|tool_call_end\|>|\Z)",
+    r"<\|tool_call_begin\|>([^<]*+)<\|tool_call_argument_begin\|>(.*?)(<\|tool_call_end\|>|\Z)",
     re.DOTALL,
 )
+_ID = re.compile(r"\s*+(?:functions\.)?([\w.\-]+):(\d+)\s*+")
+"""A call's id, read on its own: a run of whitespace around it is read once."""
 
 
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
@@ -27,11 +29,13 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     if section is None:
         return None
     calls = []
-    for name, index, malformed, body, closing in _CALL.findall(text, section.end()):
-        if malformed or not name:
+    for id_text, body, closing in _CALL.findall(text, section.end()):
+        read = _ID.fullmatch(id_text)
+        if read is None:
             continue
+        name, index = read.groups()
         call_id = f"functions.{name}:{index}"
-        if not closing:
+        if not closing and not whole_json(body.strip()):  # at the end of the text: cut off
             calls.append(TextCall(name, None, cut_off("<|tool_call_end|>"), id=call_id))
             continue
         found = call_with_arguments(name, body.strip())

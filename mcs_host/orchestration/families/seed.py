@@ -1,5 +1,7 @@
-"""Seed-OSS: ``<seed:tool_call>`` around Qwen3-Coder's ``<function=...><parameter=...>``;
-reasoning in ``<seed:think>`` holds no call, even one written out in full."""
+"""Seed-OSS: ``<seed:tool_call>`` around Qwen3-Coder's ``<function=...><parameter=...>``
+(values as Qwen3-Coder's: the one newline on each side taken off); reasoning in
+``<seed:think>`` holds no call, even one written out in full. A block at the end of the
+text without ``</seed:tool_call>`` runs when its calls are whole as written."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
 from mcs_host.orchestration.families.hermes import xml_functions
-from mcs_host.orchestration.scanning import cut_off
+from mcs_host.orchestration.scanning import ended
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -19,11 +21,9 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     calls: list[TextCall] = []
     for body, closing in _BLOCK.findall(text):
         found = list(xml_functions(body))
-        if not closing:
-            found = [
-                c if c.problem else TextCall(c.name, None, cut_off("</seed:tool_call>"))
-                for c in found
-            ]
+        if not closing:  # at the end of the text
+            whole = body.rstrip().endswith(("</function>", "</parameter>"))  # nothing after
+            found = ended(found, whole, "</seed:tool_call>")
         calls.extend(found)
     return TextDetection(tuple(calls), "seed-oss") if calls else None
 
