@@ -18,6 +18,7 @@ from mcs_host import (
     Orchestrator,
     ResponsesStream,
     ToolCallSignaling,
+    is_complete_tool_call,
     might_be_tool_call,
 )
 
@@ -241,3 +242,12 @@ def test_a_stream_cut_mid_arguments_is_reported_not_run() -> None:
     assert result["tool_use_id"] == "toolu_1"
     assert result["is_error"] is True
     assert "cut off" in result["content"]
+
+
+def test_a_streamed_invoke_whose_closing_tag_has_not_come_yet_is_not_complete() -> None:
+    # at the end of a whole response such an invoke runs (servers strip the closing tag);
+    # mid-stream its next parameter may still come
+    part = "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
+    assert not is_complete_tool_call(part)
+    whole = part + "<parameter=date>\n2026-12-01\n</parameter>\n</function>\n</tool_call>"
+    assert is_complete_tool_call(whole)

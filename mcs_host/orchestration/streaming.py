@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .calls import Detection
 from .detection import detect
-from .healing import MISSING_BRACE
+from .healing import MISSING_BRACE, OPEN_INVOKE
 from .native import as_mapping
 from .text import DEFAULT_FORMATS, TextFormats
 
@@ -71,9 +71,11 @@ def is_complete_tool_call(
 
 
 def is_complete(detection: Detection) -> bool:
-    """Whether every call in ``detection`` is whole."""
+    """Whether every call in ``detection`` is whole: mid-stream, an invoke read without its
+    closing tag may still get parameters, so it is not."""
     return detection.found and all(
-        call.problem is None and MISSING_BRACE not in call.healed for call in detection.calls
+        call.problem is None and not {MISSING_BRACE, OPEN_INVOKE} & set(call.healed)
+        for call in detection.calls
     )
 
 
