@@ -37,6 +37,7 @@ def ds(name: str) -> str:
 DS_CALLS, DS_END = ds("tool calls begin"), ds("tool calls end")
 DS_CALL, DS_CALL_END, DS_SEP = ds("tool call begin"), ds("tool call end"), ds("tool sep")
 DSML = f"{B}DSML{B}"
+K3, K3C, K3S = "<|open|>", "<|close|>", "<|sep|>"  # Kimi K3's XTML tokens
 
 WEATHER = ("get_weather", {"city": "Oslo"})
 QUOTE_A, QUOTE_B = ("get_quote", {"ticker": "NVDA"}), ("get_quote", {"ticker": "AMD"})
@@ -362,6 +363,90 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "none": ("Step-3 uses <steptml:invoke> tags inside its tool call section.", []),
     },
+    # vLLM tests/tool_parsers/test_deepseekv4_tool_parser.py: V3.2's invokes in a tool_calls block
+    "deepseek-v4-dsml": {
+        "single": (
+            f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+            f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}tool_calls>',
+            [WEATHER],
+        ),
+        "parallel": (
+            f'<{DSML}tool_calls>\n<{DSML}invoke name="get_quote">\n'
+            f'<{DSML}parameter name="ticker" string="true">NVDA</{DSML}parameter>\n</{DSML}invoke>\n'
+            f'<{DSML}invoke name="get_quote">\n<{DSML}parameter name="ticker" string="true">AMD</{DSML}parameter>\n'
+            f"</{DSML}invoke>\n</{DSML}tool_calls>",
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            f'<think>maybe <{DSML}tool_calls><{DSML}invoke name="get_time"></{DSML}invoke></{DSML}tool_calls>'
+            f'</think>\n\n<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+            f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}tool_calls>',
+            [WEATHER],
+        ),
+        "content": (
+            f'Let me search.\n\n<{DSML}tool_calls>\n<{DSML}invoke name="search_docs">\n'
+            f'<{DSML}parameter name="query" string="true">rate limits</{DSML}parameter>\n'
+            f'<{DSML}parameter name="top_k" string="false">3</{DSML}parameter>\n</{DSML}invoke>\n'
+            f"</{DSML}tool_calls>",
+            [("search_docs", {"query": "rate limits", "top_k": 3})],
+        ),
+        "malformed": (
+            f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+            f'<{DSML}parameter name="city" string="true">Os',
+            [
+                (
+                    "get_weather",
+                    f"problem: the call was cut off (</{DSML}invoke> never came); it was not run",
+                )
+            ],
+        ),
+        "none": (f"V4 wraps its {DSML} invokes in a tool_calls block.", []),
+    },
+    # Step-3 without the tool_calls_begin section around its calls (vLLM
+    # tests/tool_parsers/test_step3_tool_parser.py feeds the calls inside the section; the
+    # calls are the same)
+    "step3-without-section": {
+        "single": (
+            f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">\n'
+            f'<steptml:parameter name="city">Oslo</steptml:parameter>\n</steptml:invoke><{B}tool_call_end{B}>',
+            [WEATHER],
+        ),
+        "parallel": (
+            f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_quote">'
+            f'<steptml:parameter name="ticker">NVDA</steptml:parameter></steptml:invoke><{B}tool_call_end{B}>\n'
+            f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_quote">'
+            f'<steptml:parameter name="ticker">AMD</steptml:parameter></steptml:invoke><{B}tool_call_end{B}>',
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            f"<think>maybe <{B}tool_call_begin{B}>function<{B}tool_sep{B}>"
+            f'<steptml:invoke name="get_time"></steptml:invoke><{B}tool_call_end{B}>? no</think>'
+            f"<{B}tool_call_begin{B}>function<{B}tool_sep{B}>"
+            f'<steptml:invoke name="get_weather"><steptml:parameter name="city">Oslo</steptml:parameter>'
+            f"</steptml:invoke><{B}tool_call_end{B}>",
+            [WEATHER],
+        ),
+        "content": (
+            f"Let me look.\n<{B}tool_call_begin{B}>function<{B}tool_sep{B}>"
+            f'<steptml:invoke name="search_docs"><steptml:parameter name="query">a < b</steptml:parameter>'
+            f"</steptml:invoke><{B}tool_call_end{B}>\nDone.",
+            [("search_docs", {"query": "a < b"})],
+        ),
+        "malformed": (
+            f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
+            f'<steptml:parameter name="city">Os',
+            [
+                (
+                    "get_weather",
+                    "problem: the call was cut off (the tool call's end token never came)",
+                )
+            ],
+        ),
+        "none": (
+            f"Step-3 opens each call with <{B}tool_call_begin{B}> and a <steptml:invoke> tag.",
+            [],
+        ),
+    },
     "kimi-k2": {
         "single": (
             "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
@@ -397,6 +482,47 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             ],
         ),
         "none": ("Kimi opens a section with <|tool_calls_section_begin|>.", []),
+    },
+    # vLLM vllm/tool_parsers/kimi_k3_tool_parser.py (its docstring's XTML layout) and
+    # tests/tool_parsers/test_kimi_k3_tool_parser.py
+    "kimi-k3": {
+        "single": (
+            f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+            f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}{K3C}call{K3S}{K3C}tools{K3S}',
+            [WEATHER],
+        ),
+        "parallel": (
+            f'{K3}tools{K3S}\n{K3}call tool="get_quote" index="1"{K3S}'
+            f'{K3}argument key="ticker" type="string"{K3S}NVDA{K3C}argument{K3S}{K3C}call{K3S}\n'
+            f'{K3}call tool="search_docs" index="2"{K3S}'
+            f'{K3}argument key="query" type="string"{K3S}a < b{K3C}argument{K3S}'
+            f'{K3}argument key="filters" type="object"{K3S}{{"top_k": 3}}{K3C}argument{K3S}'
+            f"{K3C}call{K3S}\n{K3C}tools{K3S}",
+            [QUOTE_A, ("search_docs", {"query": "a < b", "filters": {"top_k": 3}})],
+        ),
+        "reasoning": (
+            f'{K3}think{K3S}Maybe {K3}tools{K3S}{K3}call tool="get_time" index="1"{K3S}{K3C}call{K3S}'
+            f"{K3C}tools{K3S}? No.{K3C}think{K3S}"
+            f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+            f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}{K3C}call{K3S}{K3C}tools{K3S}',
+            [WEATHER],
+        ),
+        "content": (
+            f"{K3}response{K3S}Let me check.{K3C}response{K3S}"
+            f'{K3}tools{K3S}{K3}call tool="get_time" index="1"{K3S}{K3C}call{K3S}{K3C}tools{K3S}',
+            [("get_time", {})],
+        ),
+        "malformed": (
+            f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+            f'{K3}argument key="city" type="string"{K3S}Os',
+            [
+                (
+                    "get_weather",
+                    f"problem: the call was cut off ({K3C}call{K3S} never came); it was not run",
+                )
+            ],
+        ),
+        "none": (f"Kimi K3 opens its calls with {K3}tools{K3S}.", []),
     },
     "harmony": {
         "single": (
@@ -574,6 +700,120 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             ],
         ),
         "none": ("FunctionGemma's calls start with <start_function_call>.", []),
+    },
+    # vLLM tests/tool_parsers/test_gemma4_tool_parser.py
+    "gemma4": {
+        "single": ('<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}<tool_call|>', [WEATHER]),
+        "parallel": (
+            '<|tool_call>call:get_quote{ticker:<|"|>NVDA<|"|>}<tool_call|>'
+            '<|tool_call>call:search_docs{query:<|"|>a, b<|"|>,top_k:3,filters:{tags:[<|"|>x<|"|>]}}'
+            "<tool_call|>",
+            [QUOTE_A, ("search_docs", {"query": "a, b", "top_k": 3, "filters": {"tags": ["x"]}})],
+        ),
+        "reasoning": (
+            "<|channel>thought\nMaybe <|tool_call>call:get_time{}<tool_call|>? No.<channel|>"
+            '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}<tool_call|>',
+            [WEATHER],
+        ),
+        "content": (
+            'Let me check the weather. <|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}<tool_call|>',
+            [WEATHER],
+        ),
+        "malformed": (
+            '<|tool_call>call:get_weather{city:<|"|>Os',
+            [
+                (
+                    "get_weather",
+                    "problem: the call was cut off (<tool_call|> never came); it was not run",
+                )
+            ],
+        ),
+        "none": ("Gemma 4 opens a call with <|tool_call> and ends it with <tool_call|>.", []),
+    },
+    # vLLM tests/tool_parsers/test_apertus_tool_parser.py
+    "apertus": {
+        "single": (
+            '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]<|tools_suffix|>',
+            [WEATHER],
+        ),
+        "parallel": (
+            '<|tools_prefix|>[{"get_quote": {"ticker": "NVDA"}}, {"get_quote": {"ticker": "AMD"}}]'
+            "<|tools_suffix|>",
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            '<|inner_prefix|>Maybe <|tools_prefix|>[{"get_time": {}}]<|tools_suffix|>? No.'
+            '<|inner_suffix|><|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]<|tools_suffix|>',
+            [WEATHER],
+        ),
+        "content": (
+            'I will check. <|tools_prefix|>[{"get_time": {}}]<|tools_suffix|> One moment.',
+            [("get_time", {})],
+        ),
+        "malformed": (
+            '<|tools_prefix|>[{"get_weather": {"city": "Os',
+            [
+                (
+                    "get_weather",
+                    "problem: the call was cut off (<|tools_suffix|> never came); it was not run",
+                )
+            ],
+        ),
+        "none": ("Apertus wraps its calls in <|tools_prefix|> and <|tools_suffix|>.", []),
+    },
+    # vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py
+    "minicpm5": {
+        "single": (
+            '<function name="get_weather"><param name="city">Oslo</param></function>\n',
+            [WEATHER],
+        ),
+        "parallel": (
+            'Head\n<function name="get_quote"><param name="ticker">NVDA</param></function>\nTXT\n'
+            '<function name="search_docs"><param name="query"><![CDATA[a\n< b]]></param>'
+            '<param name="top_k">3</param></function>\nTail\n',
+            [QUOTE_A, ("search_docs", {"query": "a\n< b", "top_k": 3})],
+        ),
+        "reasoning": (
+            '<think>Maybe <function name="get_time"></function>? No.</think>\n'
+            '<function name="get_weather"><param name="city">Oslo</param></function>',
+            [WEATHER],
+        ),
+        "content": (
+            'Intro before.\n<function name="get_time"></function>\nOutro after.\n',
+            [("get_time", {})],
+        ),
+        "malformed": (
+            '<function name="get_weather"><param name="city">Os',
+            [
+                (
+                    "get_weather",
+                    "problem: the call was cut off (</function> never came); it was not run",
+                )
+            ],
+        ),
+        "none": ('MiniCPM-5 writes <function name="..."> tags with <param> children.', []),
+    },
+    # llama.cpp common/chat.cpp (Functionary v3.2: ">>>all\\nlet's call functions>>>fn1\\n{...}")
+    # and tests/test-chat.cpp
+    "functionary-v3.2": {
+        "single": ('>>>get_weather\n{"city": "Oslo"}', [WEATHER]),
+        "parallel": (
+            '>>>get_quote\n{"ticker": "NVDA"}\n>>>get_quote\n{"ticker": "AMD"}',
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            '<think>Maybe >>>get_time\n{}? No.</think>>>>get_weather\n{"city": "Oslo"}',
+            [WEATHER],
+        ),
+        "content": (
+            ">>>all\nLet me check the time.>>>get_time\n{}",
+            [("get_time", {})],
+        ),
+        "malformed": (
+            '>>>get_weather\n{"city": "Os',
+            [("get_weather", "problem: the call was cut off")],
+        ),
+        "none": ("Functionary writes >>>all before text and >>>NAME before a call.", []),
     },
     "granite": {
         "single": (
@@ -905,6 +1145,9 @@ WRITTEN = {
     "glm": "<tool_call>lookup<arg_key>zip</arg_key><arg_value>{zip}</arg_value>"
     "<arg_key>n</arg_key><arg_value>3</arg_value><arg_key>tags</arg_key><arg_value>[1]</arg_value>"
     "</tool_call>",
+    "glm-4.6 json string": "<tool_call>lookup<arg_key>zip</arg_key><arg_value>{zip}</arg_value>"
+    '<arg_key>n</arg_key><arg_value>3</arg_value><arg_key>tags</arg_key><arg_value>"[1]"</arg_value>'
+    "</tool_call>",
     "minimax-m2": '<minimax:tool_call>\n<invoke name="lookup">\n<parameter name="zip">{zip}</parameter>\n'
     '<parameter name="n">3</parameter>\n<parameter name="tags">[1]</parameter>\n</invoke>\n'
     "</minimax:tool_call>",
@@ -927,6 +1170,89 @@ def test_a_parameter_written_as_text_is_typed_by_the_tools_schema(
     response = Orchestrator({"lookup": Lookup()}).process_llm_response(text)
     assert response.call_executed, response.call_detail
     assert response.tool_call_result == {"zip": zip_code, "n": 3, "tags": [1]}
+
+
+class Search(MCSToolDriver):
+    """``search(tags: array, filters: object, note: string)``: returns its arguments."""
+
+    meta = DriverMeta(id="search-0001", name="Search", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        parameters = [
+            ToolParameter(name=key, description=key, schema={"type": kind})
+            for key, kind in (("tags", "array"), ("filters", "object"), ("note", "string"))
+        ]
+        return [Tool(name="search", description="Search.", parameters=parameters)]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return arguments
+
+
+def test_a_glm_array_or_object_written_as_a_json_string_is_read_where_the_schema_takes_one() -> (
+    None
+):
+    # GLM-4.6/4.7 write an array or object as a JSON string, its quotes escaped (the value
+    # vLLM's and SGLang's GLM parsers json.loads once); a string parameter keeps the string
+    text = (
+        '<tool_call>search\n<arg_key>tags</arg_key>\n<arg_value>"[\\"a\\", \\"b\\"]"</arg_value>\n'
+        '<arg_key>filters</arg_key>\n<arg_value>"{\\"year\\": 2024}"</arg_value>\n'
+        '<arg_key>note</arg_key>\n<arg_value>"[\\"x\\"]"</arg_value>\n</tool_call>'
+    )
+    response = Orchestrator({"search": Search()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == {
+        "tags": ["a", "b"],
+        "filters": {"year": 2024},
+        "note": '["x"]',
+    }
+
+
+def test_a_glm_json_string_that_holds_no_array_or_object_stays_a_string() -> None:
+    text = (
+        '<tool_call>search<arg_key>note</arg_key><arg_value>"[not json"</arg_value>'
+        '<arg_key>tags</arg_key><arg_value>"a, b"</arg_value></tool_call>'
+    )
+    assert found(text) == [("search", {"note": "[not json", "tags": "a, b"})]
+
+
+KIMI_COUNTER = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>0 <|tool_call_argument_begin|>"
+    '{"city": "Oslo"}<|tool_call_end|><|tool_call_begin|> 1<|tool_call_argument_begin|>'
+    '{"city": "Bergen"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+
+
+class Weather(Recorder):
+    """Offers ``get_weather`` alone."""
+
+    def list_tools(self) -> list[Tool]:
+        return [tool for tool in super().list_tools() if tool.name == "get_weather"]
+
+
+def test_a_kimi_call_whose_id_is_a_bare_counter_is_to_the_one_tool_on_offer() -> None:
+    calls = detect(KIMI_COUNTER, {"get_weather"}).calls
+    assert [(c.name, dict(c.arguments), c.id, c.problem) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}, "functions.get_weather:0", None),
+        ("get_weather", {"city": "Bergen"}, "functions.get_weather:1", None),
+    ]
+    tools = Weather()
+    response = Orchestrator({"weather": tools}).process_llm_response(KIMI_COUNTER)
+    assert (response.call_executed, response.call_failed) == (True, False), response
+    assert tools.ran == ["get_weather", "get_weather"]
+
+
+@pytest.mark.parametrize("known", [set(), {"get_weather", "get_time"}], ids=["none", "two"])
+def test_a_kimi_call_whose_id_is_a_bare_counter_fails_unless_one_tool_is_on_offer(
+    known: set[str],
+) -> None:
+    calls = detect(KIMI_COUNTER, known).calls
+    assert len(calls) == 2
+    assert all(c.problem and "names no tool" in c.problem for c in calls), calls
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(KIMI_COUNTER)
+    assert (response.call_executed, response.call_failed) == (False, True), response
+    assert response.retry_prompt is not None
+    assert tools.ran == []
 
 
 def test_a_native_json_number_for_a_string_parameter_is_still_refused() -> None:
@@ -1104,6 +1430,31 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         '"parameters": {"city": "Oslo"}}]',
         [WEATHER],
     ),
+    # the families added since, from the same upstream tests as their cases above
+    "step3 without a section or its end token": (
+        f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">\n'
+        '<steptml:parameter name="city">Oslo</steptml:parameter>\n',
+        [WEATHER],
+    ),
+    "gemma4 without <tool_call|>": ('<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}', [WEATHER]),
+    "apertus without <|tools_suffix|>": (
+        '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]',
+        [WEATHER],
+    ),
+    "minicpm5 without </function>": (
+        '<function name="get_weather"><param name="city">Oslo</param>',
+        [WEATHER],
+    ),
+    "kimi-k3 without its closing tokens": (
+        f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+        f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}',
+        [WEATHER],
+    ),
+    "deepseek-v4-dsml without </invoke>": (
+        f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+        [WEATHER],
+    ),
 }
 
 
@@ -1171,6 +1522,16 @@ CUT_AT_THE_END: dict[str, str] = {
     ),
     "lfm2 list open": '<|tool_call_start|>[get_weather(city="Oslo")',
     "functiongemma object open": "<start_function_call>call:get_weather{city:<escape>Oslo<escape>",
+    "apertus array open": '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}',
+    "minicpm5 next parameter begun": (
+        '<function name="lookup_flight"><param name="flight_no">LH404</param><param name="da'
+    ),
+    "kimi-k3 argument open": (
+        f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+        f'{K3}argument key="city" type="string"{K3S}Os'
+    ),
+    "gemma4 object open": '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>',
+    "functionary json open": '>>>get_weather\n{"city": "Oslo"',
 }
 
 
@@ -1267,6 +1628,30 @@ class Editor(MCSToolDriver):
 
     def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         return arguments
+
+
+# The families added since, whose values are written right after the opening tag: Kimi K3's
+# string arguments raw (vLLM kimi_k3_tool_parser.py), MiniCPM-5's in CDATA or as they are
+EDIT_FILE_SINCE: dict[str, str] = {
+    "kimi-k3": f'{K3}tools{K3S}{K3}call tool="edit_file" index="1"{K3S}'
+    + "".join(
+        f'{K3}argument key="{key}" type="string"{K3S}{value}{K3C}argument{K3S}'
+        for key, value in EDIT.items()
+    )
+    + f"{K3C}call{K3S}{K3C}tools{K3S}",
+    "minicpm5": '<function name="edit_file"><param name="path">a.py</param>'
+    f'<param name="old_string">{OLD}</param>'
+    f'<param name="new_string"><![CDATA[{NEW}]]></param></function>',
+}
+
+
+@pytest.mark.parametrize("family", list(EDIT_FILE_SINCE))
+def test_a_string_value_arrives_byte_exact_in_the_families_added_since(family: str) -> None:
+    text = EDIT_FILE_SINCE[family]
+    assert found(text) == [("edit_file", EDIT)]
+    response = Orchestrator({"editor": Editor()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == EDIT
 
 
 @pytest.mark.parametrize("family", list(EDIT_FILE))

@@ -418,6 +418,23 @@ ADVERSARIAL = {
         "<tool_call>add<arg_key>a</arg_key><arg_value>1</arg_value>" * 8_000
     ),
     "GLM keys never closed": "<tool_call>add" + "<arg_key>a" * 20_000,
+    "Step-3 calls without a section, never closed": (
+        '<\uff5ctool_call_begin\uff5c>function<\uff5ctool_sep\uff5c><steptml:invoke name="add">'
+        '<steptml:parameter name="a">1' * 6_000
+    ),
+    "Kimi calls with a bare counter, never closed": (
+        "<|tool_calls_section_begin|>"
+        + '<|tool_call_begin|>0<|tool_call_argument_begin|>{"a": ' * 10_000
+    ),
+    "Kimi K3 calls never closed": (
+        "<|open|>tools<|sep|>"
+        + '<|open|>call tool="add" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>1'
+        * 8_000
+    ),
+    "Gemma 4 calls never closed": '<|tool_call>call:add{a:<|"|>1' * 15_000,
+    "Apertus blocks never closed": '<|tools_prefix|>[{"add": {"a": ' * 10_000,
+    "MiniCPM-5 functions never closed": '<function name="add"><param name="a">1' * 10_000,
+    "Functionary headers, JSON never closed": '>>>add\n{"a": ' * 15_000,
     # a run of whitespace where a format allows some: read once, not once per character
     "whitespace before a harmony channel": " " * 100_000 + "<|channel|>x",
     "whitespace in a harmony header": "<|channel|>commentary" + " " * 100_000 + "x",

@@ -6,9 +6,11 @@ from __future__ import annotations
 from mcs_host.orchestration.calls import TextFormat
 
 from . import (
+    apertus,
     cohere,
     deepseek,
     dsl,
+    functionary,
     gemma,
     gigachat,
     granite,
@@ -18,6 +20,7 @@ from . import (
     kimi,
     lfm2,
     llama,
+    minicpm,
     minimax,
     mistral,
     phi,
@@ -49,6 +52,9 @@ BUILTIN: tuple[TextFormat, ...] = tuple(
                 phi,
                 dsl,
                 pythonic,
+                apertus,
+                minicpm,
+                functionary,
             )
             for format_ in family.FORMATS
         ),

@@ -4,11 +4,13 @@ U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each c
 
 - V3 and R1: ``function<|tool▁sep|>name`` then the arguments in a fenced JSON block;
 - V3.1: ``name<|tool▁sep|>{json}``;
-- Step-3: ``function<|tool_sep|><steptml:invoke name="..."><steptml:parameter name="k">v``;
+- Step-3: ``function<|tool_sep|><steptml:invoke name="..."><steptml:parameter name="k">v``,
+  also written without the ``<|tool_calls_begin|>`` section around its calls;
 
-and V3.2's DSML: ``<|DSML|function_calls>``, ``<|DSML|invoke name="...">`` with
-``<|DSML|parameter name="k" string="true|false">v</|DSML|parameter>`` (a string as it is,
-anything else JSON). R1's reasoning is ``<think>``, which the text step sets aside.
+and V3.2's DSML: ``<|DSML|function_calls>`` (V4: ``<|DSML|tool_calls>``), each
+``<|DSML|invoke name="...">`` with ``<|DSML|parameter name="k" string="true|false">v
+</|DSML|parameter>`` (a string as it is, anything else JSON). R1's reasoning is ``<think>``,
+which the text step sets aside.
 
 Step-3's and DSML's values are written right after their opening tag and kept as written. A
 call at the end of the text whose end token or closing tag never came runs when it is whole
@@ -43,6 +45,7 @@ _CALL = re.compile(
     rf"(?:<{_BAR}tool{_S}call{_S}begin{_BAR}>)(.*?)(<{_BAR}tool{_S}call{_S}end{_BAR}>|\Z)",
     re.DOTALL,
 )
+_CALL_BEGIN = re.compile(rf"<{_BAR}tool{_S}call{_S}begin{_BAR}>")
 _SEP = re.compile(rf"<{_BAR}tool{_S}sep{_BAR}>")
 _STEP_INVOKE = re.compile(r'<steptml:invoke name="([^"]+)">(.*?)(</steptml:invoke>|\Z)', re.DOTALL)
 _STEP_TAGS = ("<steptml:parameter name=", "</steptml:parameter>")
@@ -50,6 +53,7 @@ _STEP_PARAMETER = re.compile(
     r'<steptml:parameter name="([^"]+)">(.*?)(?:</steptml:parameter>|\Z)', re.DOTALL
 )
 _DSML = f"{_BAR}DSML{_BAR}"
+_DSML_BLOCK = re.compile(rf"<{_DSML}(?:function|tool)_calls>")
 _DSML_INVOKE = re.compile(rf'<{_DSML}invoke name="([^"]+)">(.*?)(</{_DSML}invoke>|\Z)', re.DOTALL)
 _DSML_TAGS = (f"<{_DSML}parameter name=", f"</{_DSML}parameter>")
 _DSML_PARAMETER = re.compile(
@@ -61,17 +65,29 @@ _DSML_PARAMETER = re.compile(
 
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     """The calls of every section; ``None`` when no section begins (the token only mentioned
-    in a word, or a Step-3/DeepSeek token of another kind)."""
-    begin = _CALLS_BEGIN.search(text)
-    if begin is None:
-        return None
+    in a word, or a Step-3/DeepSeek token of another kind). Step-3 also writes its calls
+    without the section around them: each ``<|tool_call_begin|>`` whose body is a
+    ``<steptml:invoke>`` is then a call, and nothing else is."""
+    section = _CALLS_BEGIN.search(text)
+    step_only = section is None
+    if section is not None:
+        start = section.end()
+    else:  # Step-3 without the section: from its first call token
+        first = _CALL_BEGIN.search(text) if "<steptml:invoke" in text else None
+        if first is None:
+            return None
+        start = first.start()
     calls: list[TextCall] = []
-    for body, closing in _CALL.findall(text, begin.end()):
+    for body, closing in _CALL.findall(text, start):
+        if step_only and "<steptml:invoke" not in body:
+            continue
         call = _one(body)
         if call is not None and not closing:  # at the end of the text
             (call,) = ended([call], call.problem is None, "the tool call's end token")
         if call is not None:
             calls.append(call)
+    if step_only and not calls:
+        return None
     fmt = "step3" if "<steptml:invoke" in text else "deepseek"
     return TextDetection(tuple(calls), fmt)
 
@@ -120,10 +136,11 @@ def _split_sep(body: str) -> tuple[str, str, str]:
 
 
 def dsml(text: str, known: Collection[str]) -> TextDetection | None:
-    """DeepSeek V3.2: each ``invoke`` in the ``function_calls`` block."""
-    start = text.find(f"<{_DSML}function_calls>")
-    if start == -1:
+    """DeepSeek V3.2: each ``invoke`` in the ``function_calls`` block (V4: ``tool_calls``)."""
+    found = _DSML_BLOCK.search(text)
+    if found is None:
         return None
+    start = found.start()
     calls = []
     for name, body, closing in _DSML_INVOKE.findall(text, start):
         if not closing and not (parameters_closed(body, _DSML_TAGS) or whole_json(body.strip())):
@@ -154,5 +171,5 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
 
 FORMATS = (
     TextFormat("deepseek", tool_calls, (f"<{_BAR}tool",), 130),
-    TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>",), 131),
+    TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>", f"<{_DSML}tool_calls>"), 131),
 )

@@ -5,12 +5,15 @@ Qwen 2.5/3, Granite 4), Qwen3-Coder's XML (``<function=name><parameter=key>value
 calls run when they are whole as written (JSON that parses as it is, parameters all closed),
 as servers take the stop token off; otherwise they were cut off. Qwen's template writes a
 newline after ``<parameter=k>`` and before ``</parameter>``: that one is taken off each side,
-the rest of the value kept as written; GLM writes its values without one."""
+the rest of the value kept as written; GLM writes its values without one. GLM-4.6/4.7 may
+write an array or object as a JSON string (``"[\\"a\\"]"``): it is read as what it holds,
+and its string kept for a tool whose schema takes a string."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator
+from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
 from mcs_host.orchestration.healing import OPEN_INVOKE
@@ -22,6 +25,7 @@ from mcs_host.orchestration.scanning import (
     parameters_closed,
     whole_json,
     xml_arguments,
+    xml_value,
 )
 
 __all__: list[str] = []  # the formats reach users through TextFormats
@@ -117,8 +121,22 @@ def _glm(body: str, known: Collection[str], closed: bool) -> list[TextCall]:
             return [TextCall(named.group(1), None, cut_off("</arg_value>"))]
         pairs.append((key.strip(), value))  # the value as written: GLM adds no newline
     arguments, texts = xml_arguments(pairs)
+    for key, value in arguments.items():  # GLM-4.6/4.7: "[\"a\"]", an array as a string
+        inner = _json_in_string(value)
+        if inner is not None:
+            arguments[key], texts[key] = inner, value
     healed = () if closed else (OPEN_INVOKE,)
     return [TextCall(named.group(1), arguments, healed=healed, texts=texts)]
+
+
+def _json_in_string(value: object) -> list[Any] | dict[str, Any] | None:
+    """The array or object a GLM value wrote as a JSON string (its quotes escaped), or
+    ``None``. The string stays in the call's texts: a tool whose schema takes a string gets
+    it as before, one whose schema takes an array or object gets what it holds."""
+    if not isinstance(value, str) or value.lstrip()[:1] not in ("[", "{"):
+        return None
+    inner = xml_value(value)
+    return inner if isinstance(inner, list | dict) else None
 
 
 def _glm_pairs(body: str, at: int) -> Iterator[tuple[str, str, bool]]:

@@ -1,0 +1,76 @@
+"""MiniCPM-5: ``<function name="NAME"><param name="k">v</param>...</function>``, with no tag
+around the calls. A value is kept as written (JSON when it reads as JSON, its text kept for a
+tool whose schema takes a string); a ``<![CDATA[...]]>`` value is the text inside, as it
+is. Reasoning is ``<think>``. A function at the end of the text without ``</function>`` runs
+when its parameters are all closed; otherwise it was cut off."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
+from mcs_host.orchestration.healing import OPEN_INVOKE
+from mcs_host.orchestration.scanning import cut_off, parameters_closed, xml_arguments
+
+__all__: list[str] = []  # the formats reach users through TextFormats
+
+_OPENING = re.compile(r'<function\s++name="([^"<>]+)"\s*+>')
+_CLOSE = "</function>"
+_PARAM = re.compile(r'<param\s++name="([^"<>]+)"\s*+>(.*?)</param>', re.DOTALL)
+_TAGS = ("<param ", "</param>")
+_CDATA = ("<![CDATA[", "]]>")
+
+
+def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
+    """Each ``<function name=...>``, its body running to ``</function>``, the next function
+    or the end of the text; ``None`` when none holds parameters or ends (the tag only
+    mentioned in prose). One pass over the openings, the closing tag searched for again
+    only once passed: the text is read once."""
+    calls = []
+    openings = list(_OPENING.finditer(text))
+    close = text.find(_CLOSE)
+    for index, opening in enumerate(openings):
+        start = opening.end()
+        if close != -1 and close < start:
+            close = text.find(_CLOSE, start)
+        following = openings[index + 1].start() if index + 1 < len(openings) else len(text)
+        closed = close != -1 and close < following
+        body = text[start : close if closed else following]
+        stripped = body.strip()
+        name = opening.group(1)
+        if stripped and not stripped.startswith("<param"):
+            continue  # '<function name="x"> tags ...': the tag only mentioned
+        if not closed and (following < len(text) or not parameters_closed(body, _TAGS)):
+            calls.append(TextCall(name, None, cut_off(_CLOSE)))
+            continue
+        if stripped and not parameters_closed(body, _TAGS):
+            calls.append(TextCall(name, None, "the function holds more than <param> tags"))
+            continue
+        calls.append(_call(name, body, closed))
+    return TextDetection(tuple(calls), "minicpm5") if calls else None
+
+
+def _call(name: str, body: str, closed: bool) -> TextCall:
+    """The call of one function whose body is its parameters, each closed."""
+    pairs = _PARAM.findall(body)
+    keys: dict[str, None] = {}  # in the order written
+    for key, _ in pairs:
+        if key in keys:
+            return TextCall(name, None, f"the parameter {key!r} is given twice")
+        keys[key] = None
+    plain = [(key, value) for key, value in pairs if not _is_cdata(value)]
+    arguments, texts = xml_arguments(plain)
+    for key, value in pairs:
+        if _is_cdata(value):
+            arguments[key] = value[len(_CDATA[0]) : -len(_CDATA[1])]
+    arguments = {key: arguments[key] for key in keys}
+    healed = () if closed else (OPEN_INVOKE,)
+    return TextCall(name, arguments, healed=healed, texts=texts)
+
+
+def _is_cdata(value: str) -> bool:
+    return value.startswith(_CDATA[0]) and value.endswith(_CDATA[1])
+
+
+FORMATS = (TextFormat("minicpm5", tool_calls, ("<function",), 112),)
