@@ -43,6 +43,9 @@ class Reason:
     wrong."""
     server_fix: str = ""
     """What to do instead for an MCP server given by URL or command, when that differs."""
+    library_fix: str = ""
+    """What to do instead for a distribution pinned as a library, when more differs than
+    ``mcs-host lock LABEL`` becoming ``mcs-host lock --distribution DISTRIBUTION``."""
 
     def fix_for(
         self, label: str | None = None, distribution: str | None = None, subject: Subject = "driver"
@@ -50,9 +53,10 @@ class Reason:
         """The fix with ``label`` and ``distribution`` filled in for ``subject``; empty when
         there is nothing to do."""
         text = self.server_fix if subject == "server" and self.server_fix else self.fix
-        if subject == "library":  # pinned as a library; a driver's own allowance is not its
-            text = text.replace("mcs-host lock LABEL", "mcs-host lock --distribution DISTRIBUTION")
-            text = text.split("; `--allow-unverified`", 1)[0]
+        if subject == "library":
+            text = self.library_fix or text.replace(
+                "mcs-host lock LABEL", "mcs-host lock --distribution DISTRIBUTION"
+            )
         if label:
             text = re.sub(r"\bLABEL\b", label.replace("\\", "\\\\"), text)
         if distribution:
@@ -82,6 +86,9 @@ _TABLE = (
         "if you trust it, pin the server as your configuration names it: `mcs-host lock "
         "--server LABEL`; `allow_unverified = true` in its [mcp_servers.LABEL] table starts "
         "it unvouched, for development only",
+        # a library: a driver's own allowance does not reach what it imports
+        "check where it came from, then pin what is installed: `mcs-host lock --distribution "
+        "DISTRIBUTION`",
     ),
     Reason(
         "no-pin-or-signature",

@@ -152,6 +152,10 @@ def test_a_fix_names_the_label_and_a_library_is_locked_by_its_distribution() -> 
     library = digest.fix_for("csv", "pandas", "library")
     assert "`mcs-host lock --distribution pandas --replace`" in library
     assert "LABEL" not in library
+    # a driver's own allowance does not reach what it imports: a library's fix is the pin
+    dependency = REASONS["not-in-registry"].fix_for("rest", "requests", "library")
+    assert dependency.endswith("`mcs-host lock --distribution requests`")
+    assert "allow" not in dependency
     assert REASONS["constructor-error"].fix_for("csv").count("csv.KEY=VALUE") == 1
     server = REASONS["not-in-registry"].fix_for("web", None, "server")
     assert "[mcp_servers.web]" in server

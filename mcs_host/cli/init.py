@@ -43,7 +43,12 @@ def init_command(
     (~/.config/mcs-host/registry.json), at the places every command reads by default; a file
     that exists is kept."""
     from mcs_host.loading.config import user_config_path
-    from mcs_host.trust.registry import REGISTRY_FORMAT, Registry, user_registry_path
+    from mcs_host.trust.registry import (
+        REGISTRY_FORMAT,
+        Registry,
+        user_registry_path,
+        write_atomic,
+    )
 
     config = os.environ.get("MCS_HOST_CONFIG") or user_config_path()
     registry = user_registry_path()
@@ -58,7 +63,7 @@ def init_command(
         if os.path.exists(config) and not force:
             typer.echo(f"kept {config} (it exists; --force writes it anew)")
         else:
-            _write_new(config, _template(registry))
+            write_atomic(config, _template(registry))
             typer.echo(f"created {config}: name the drivers to mount in it")
     except OSError as exc:
         fail(f"{exc.filename or config}: {exc.strerror or exc}", code=1)
@@ -83,12 +88,3 @@ def _template(registry: str) -> str:
     if not tables:
         tables.append("# No driver is installed in this environment yet.\n")
     return _HEADER.format(registry=registry) + "\n" + "\n".join(tables)
-
-
-def _write_new(path: str, text: str) -> None:
-    """Write ``text`` to ``path``, readable by the user alone, replacing it whole."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.replace(temporary, path)
