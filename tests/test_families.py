@@ -38,6 +38,15 @@ DS_CALLS, DS_END = ds("tool calls begin"), ds("tool calls end")
 DS_CALL, DS_CALL_END, DS_SEP = ds("tool call begin"), ds("tool call end"), ds("tool sep")
 DSML = f"{B}DSML{B}"
 K3, K3C, K3S = "<|open|>", "<|close|>", "<|sep|>"  # Kimi K3's XTML tokens
+NS = "]<]minimax[>["  # MiniMax-M3's namespace token, before each of its tags
+M3, M3_END = f"{NS}<tool_call>\n", f"{NS}</tool_call>"
+
+
+def m3(name: str, **arguments: str) -> str:
+    """A MiniMax-M3 invoke, each argument its own tag."""
+    inner = "".join(f"{NS}<{key}>{value}{NS}</{key}>" for key, value in arguments.items())
+    return f'{NS}<invoke name="{name}">{inner}{NS}</invoke>\n'
+
 
 WEATHER = ("get_weather", {"city": "Oslo"})
 QUOTE_A, QUOTE_B = ("get_quote", {"ticker": "NVDA"}), ("get_quote", {"ticker": "AMD"})
@@ -761,6 +770,34 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "none": ("Apertus wraps its calls in <|tools_prefix|> and <|tools_suffix|>.", []),
     },
+    # vLLM tests/tool_parsers/test_minimax_m3_tool_parser.py (the namespace token, nested
+    # tags) and _llm_nom/m3_text.py (reasoning in <mm:think>)
+    "minimax-m3": {
+        "single": (f"{M3}{m3('get_weather', city='Oslo')}{M3_END}", [WEATHER]),
+        "parallel": (
+            f"{M3}{m3('get_quote', ticker='NVDA')}{m3('get_quote', ticker='AMD')}{M3_END}",
+            [QUOTE_A, QUOTE_B],
+        ),
+        "reasoning": (
+            f"<mm:think>Maybe {M3}{m3('get_time')}{M3_END}? No.</mm:think>\n"
+            f"{M3}{m3('get_weather', city='Oslo')}{M3_END}",
+            [WEATHER],
+        ),
+        "content": (
+            f"I will check.\n{M3}{m3('get_time')}{M3_END}\nOne moment.",
+            [("get_time", {})],
+        ),
+        "malformed": (
+            f'{M3}{NS}<invoke name="get_weather">{NS}<city>Os',
+            [
+                (
+                    "get_weather",
+                    "problem: the call was cut off (</invoke> never came); it was not run",
+                )
+            ],
+        ),
+        "none": (f"MiniMax-M3 opens its calls with {NS}<tool_call>.", []),
+    },
     # vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py
     "minicpm5": {
         "single": (
@@ -1255,6 +1292,93 @@ def test_a_kimi_call_whose_id_is_a_bare_counter_fails_unless_one_tool_is_on_offe
     assert tools.ran == []
 
 
+class Orders(MCSToolDriver):
+    """``create_order``, the nested schema of vLLM's MiniMax-M3 test: returns its arguments."""
+
+    meta = DriverMeta(id="orders-0001", name="Orders", version="1.0.0")
+
+    def list_tools(self) -> list[Tool]:
+        item = {
+            "type": "object",
+            "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+        }
+        schemas: dict[str, dict[str, Any]] = {
+            "user_id": {"type": "integer"},
+            "urgent": {"type": "boolean"},
+            "note": {"type": "string"},
+            "shipping": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            },
+            "items": {"type": "array", "items": item},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+            "tags": {"type": "object"},
+        }
+        parameters = [
+            ToolParameter(name=key, description=key, schema=schema, required=False)
+            for key, schema in schemas.items()
+        ]
+        return [Tool(name="create_order", description="Order.", parameters=parameters)]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return arguments
+
+
+def _tags(**values: str) -> str:
+    return "".join(f"{NS}<{key}>{value}{NS}</{key}>" for key, value in values.items())
+
+
+def test_minimax_m3_nested_tags_are_objects_item_lists_and_repeated_names_typed_by_the_schema() -> (
+    None
+):
+    # the nested call of vLLM's test_minimax_m3_tool_parser.py: objects from tags, an array
+    # where every child is <item>, a list where a name repeats; leaves typed by the schema
+    item = f"{NS}<item>{_tags(sku='book-001', qty='2')}{NS}</item>"
+    text = (
+        f"I will create it.\n{M3}"
+        f'{NS}<invoke name="create_order">{_tags(user_id="42", urgent="true")}'
+        f"{NS}<note>  Leave at the desk.\n{NS}</note>"
+        f"{NS}<shipping>{_tags(city='Singapore', zip='018956')}{NS}</shipping>"
+        f"{NS}<items>{item}{item.replace('book-001', 'pen-007')}{NS}</items>"
+        f"{NS}<metadata>{_tags(source='mobile', campaign='may-launch')}{NS}</metadata>"
+        f"{NS}<tags>{NS}<tag>a{NS}</tag>{NS}<tag>b{NS}</tag>{NS}</tags>"
+        f"{NS}</invoke>\n{M3_END}"
+    )
+    response = Orchestrator({"orders": Orders()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == {
+        "user_id": 42,
+        "urgent": True,
+        "note": "  Leave at the desk.\n",
+        "shipping": {"city": "Singapore", "zip": 18956},
+        "items": [{"sku": "book-001", "qty": 2}, {"sku": "pen-007", "qty": 2}],
+        "metadata": {"source": "mobile", "campaign": "may-launch"},
+        "tags": {"tag": ["a", "b"]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (f"{NS}<city>Oslo{NS}</town>", "</town> closes no open <town>"),
+        (f"{NS}<filters>{NS}<a>1{NS}</a>b{NS}</filters>", "text 'b' between tags"),
+        (f"{NS}<filters>x{NS}<a>1{NS}</a>{NS}</filters>", "<filters> holds both text and tags"),
+        (f"{NS}<city>Oslo{NS}</city>{NS}<city>Bergen{NS}</city>", "'city' is given twice"),
+        (f"{NS}<filters>{NS}<a>1{NS}</a>", "<filters> was not closed before </invoke>"),
+    ],
+    ids=["mismatched", "text after a tag", "text and tags", "twice", "unclosed"],
+)
+def test_a_minimax_m3_invoke_whose_tags_do_not_nest_fails_and_never_runs(
+    body: str, problem: str
+) -> None:
+    text = f'{M3}{NS}<invoke name="get_weather">{body}{NS}</invoke>\n{M3_END}'
+    (call,) = detect(text, KNOWN).calls
+    assert problem in (call.problem or "")
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed, tools.ran) == (False, True, [])
+
+
 def test_a_native_json_number_for_a_string_parameter_is_still_refused() -> None:
     call = '{"tool": "lookup", "arguments": {"zip": 2134, "n": 3}}'
     response = Orchestrator({"lookup": Lookup()}).process_llm_response(call)
@@ -1450,6 +1574,10 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}',
         [WEATHER],
     ),
+    "minimax-m3 without </invoke> or </tool_call>": (
+        f"{M3}{m3('get_weather', city='Oslo')}".removesuffix(f"{NS}</invoke>\n"),
+        [WEATHER],
+    ),
     "deepseek-v4-dsml without </invoke>": (
         f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
         f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
@@ -1529,6 +1657,10 @@ CUT_AT_THE_END: dict[str, str] = {
     "kimi-k3 argument open": (
         f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
         f'{K3}argument key="city" type="string"{K3S}Os'
+    ),
+    "minimax-m3 nested tag open": (
+        f'{M3}{NS}<invoke name="search_docs">{NS}<query>x{NS}</query>{NS}<filters>'
+        f"{NS}<tags>a{NS}</tags>"
     ),
     "gemma4 object open": '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>',
     "functionary json open": '>>>get_weather\n{"city": "Oslo"',
@@ -1631,8 +1763,10 @@ class Editor(MCSToolDriver):
 
 
 # The families added since, whose values are written right after the opening tag: Kimi K3's
-# string arguments raw (vLLM kimi_k3_tool_parser.py), MiniCPM-5's in CDATA or as they are
+# string arguments raw (vLLM kimi_k3_tool_parser.py), MiniCPM-5's in CDATA or as they are,
+# MiniMax-M3's between its tags (vLLM _llm_nom/m3_text.py)
 EDIT_FILE_SINCE: dict[str, str] = {
+    "minimax-m3": f"{M3}{m3('edit_file', **EDIT)}{M3_END}",
     "kimi-k3": f'{K3}tools{K3S}{K3}call tool="edit_file" index="1"{K3S}'
     + "".join(
         f'{K3}argument key="{key}" type="string"{K3S}{value}{K3C}argument{K3S}'

@@ -433,6 +433,9 @@ ADVERSARIAL = {
     ),
     "Gemma 4 calls never closed": '<|tool_call>call:add{a:<|"|>1' * 15_000,
     "Apertus blocks never closed": '<|tools_prefix|>[{"add": {"a": ' * 10_000,
+    "MiniMax-M3 tags never closed": "]<]minimax[>[<tool_call>"
+    + '\n]<]minimax[>[<invoke name="add">' * 5_000
+    + "]<]minimax[>[<a>]<]minimax[>[<b>1" * 10_000,
     "MiniCPM-5 functions never closed": '<function name="add"><param name="a">1' * 10_000,
     "Functionary headers, JSON never closed": '>>>add\n{"a": ' * 15_000,
     # a run of whitespace where a format allows some: read once, not once per character
