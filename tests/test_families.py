@@ -197,7 +197,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
         ),
         "malformed": (
             '[TOOL_CALLS]get_weather[ARGS]{"city": "Os',
-            [("get_weather", "problem: arguments are not readable JSON: the call was cut off")],
+            [("get_weather", "problem: the call was cut off")],
         ),
         "none": ("Mistral models start calls with [TOOL_CALLS] followed by JSON.", []),
     },
@@ -1574,6 +1574,15 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}',
         [WEATHER],
     ),
+    "llama python_tag without <|eom_id|>": (
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+        [WEATHER],
+    ),
+    "mistral arguments at the end": ('[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"}', [WEATHER]),
+    "gigachat without </s>": (
+        '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [WEATHER],
+    ),
     "minimax-m3 without </invoke> or </tool_call>": (
         f"{M3}{m3('get_weather', city='Oslo')}".removesuffix(f"{NS}</invoke>\n"),
         [WEATHER],
@@ -1664,6 +1673,15 @@ CUT_AT_THE_END: dict[str, str] = {
     ),
     "gemma4 object open": '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>',
     "functionary json open": '>>>get_weather\n{"city": "Oslo"',
+    # the families whose stop token servers take off, one brace short at the end of the text
+    # (llama.cpp tests/test-chat.cpp partial Llama 3.x, Mistral and GigaChat outputs)
+    "llama python_tag one brace short": (
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}'
+    ),
+    "mistral arguments one brace short": '[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"',
+    "gigachat one brace short": (
+        '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}'
+    ),
 }
 
 
@@ -1679,6 +1697,26 @@ def test_a_call_that_does_not_parse_whole_at_the_end_of_the_text_is_cut_off_and_
     response = Orchestrator({"tools": tools}).process_llm_response(text)
     assert (response.call_executed, response.call_failed) == (False, True), response
     assert tools.ran == []
+
+
+@pytest.mark.parametrize(
+    ("case", "end"),
+    [
+        ("llama python_tag one brace short", "<|eom_id|>"),
+        ("mistral arguments one brace short", "[TOOL_CALLS]get_time[ARGS]{}"),
+        ("gigachat one brace short", "</s>"),
+    ],
+)
+def test_the_same_brace_short_call_before_its_end_token_is_mended_and_runs(
+    case: str, end: str
+) -> None:
+    (call, *_) = detect(CUT_AT_THE_END[case] + end, KNOWN).calls
+    assert (call.name, dict(call.arguments), call.problem) == (
+        "get_weather",
+        {"city": "Oslo"},
+        None,
+    )
+    assert call.healed == ("added a missing closing brace",)
 
 
 @pytest.mark.parametrize("provider", list(CUT_RESPONSES))

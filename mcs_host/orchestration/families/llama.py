@@ -1,6 +1,7 @@
 """Llama 3.x and 4: calls after each ``<|python_tag|>`` (JSON objects or ``f(a=1)``,
 separated by ``;``, up to the end-of-message token), and Llama 4's
-``<|python_start|>[f(a=1), ...]<|python_end|>``."""
+``<|python_start|>[f(a=1), ...]<|python_end|>``. Servers take the end token off: calls that
+run to the end of the text run when each is whole as written; otherwise they were cut off."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import calls_from_fragment, python_calls, split_top_level
+from mcs_host.orchestration.scanning import (
+    calls_from_fragment,
+    ended,
+    python_calls,
+    split_top_level,
+    whole_json,
+)
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -21,16 +28,24 @@ _PYTHON_BLOCK = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|\Z)", re
 def python_tag(text: str, known: Collection[str]) -> TextDetection | None:
     """The calls after every ``<|python_tag|>``."""
     calls: list[TextCall] = []
-    for chunk in text.split(_PYTHON_TAG)[1:]:
-        body = _LLAMA_END.split(chunk)[0].strip()
+    chunks = text.split(_PYTHON_TAG)[1:]
+    for index, chunk in enumerate(chunks):
+        pieces = _LLAMA_END.split(chunk, 1)
+        body = pieces[0].strip()
+        found: list[TextCall] = []
+        whole = True
         for piece in split_top_level(body, ";"):
             part = piece.strip()
             if not part:
                 continue
             if part.startswith("{"):
-                calls.extend(calls_from_fragment(part, _PYTHON_TAG))
+                found.extend(calls_from_fragment(part, _PYTHON_TAG))
+                whole = whole and whole_json(part)
             elif _CALL_START.match(part):
-                calls.extend(python_calls(part))
+                found.extend(python_calls(part))
+        if len(pieces) == 1 and index == len(chunks) - 1:  # runs to the end of the text
+            found = ended(found, whole, "<|eom_id|>")
+        calls.extend(found)
     return TextDetection(tuple(calls), "python-tag") if calls else None
 
 

@@ -1,7 +1,8 @@
 """Mistral: ``[TOOL_CALLS]`` then a JSON array (before tokenizer v11; anything before the
 array is skipped) or ``name[ARGS]{...}`` (v11; ``[ARGS]`` may be missing from the decoded
-text, and ``[CALL_ID]id`` may come before it), the arguments ending where their JSON ends.
-Magistral's reasoning is ``[THINK]`` ... ``[/THINK]``."""
+text, and ``[CALL_ID]id`` may come before it), the arguments ending where their JSON ends;
+the last call's arguments, at the end of the text, run when whole as written. Magistral's
+reasoning is ``[THINK]`` ... ``[/THINK]``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, calls_from_fragment, first_value
+from mcs_host.orchestration.scanning import (
+    call_with_arguments,
+    calls_from_fragment,
+    ended,
+    first_value,
+    whole_json,
+)
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -30,9 +37,10 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
             if body[:1] in ("{", "["):
                 body = first_value(body)  # what follows the arguments is prose
             call = call_with_arguments(match.group(1), body)
-            calls.append(
-                TextCall(call.name, call.arguments, call.problem, call.healed, match.group(2))
-            )
+            call = TextCall(call.name, call.arguments, call.problem, call.healed, match.group(2))
+            if end == len(text) and body == text[match.end() :].strip():  # nothing after it
+                (call,) = ended([call], whole_json(body), "the end of its arguments")
+            calls.append(call)
         return TextDetection(tuple(calls), "mistral")
     for chunk in text.split(_MARK)[1:]:
         start = min((i for i in (chunk.find("["), chunk.find("{")) if i != -1), default=-1)
