@@ -148,16 +148,23 @@ def test_openai_responses_function_call_items() -> None:
             "content": [{"type": "output_text", "text": "Adding.", "annotations": []}],
         }
     )
+    reasoning = openai_responses.ResponseReasoningItem.model_validate(
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA..."}
+    )
+    output = [reasoning, text, item]
     response_object = {
         "object": "response",
         "id": "resp_1",
-        "output": [text.model_dump(mode="json"), item.model_dump(mode="json")],
+        "output": [entry.model_dump(mode="json", exclude_none=True) for entry in output],
     }
     response = stack().process_llm_response(response_object)
     assert response.tool_call_result == 8
     assert response.messages is not None
     for entry in response.messages:
         valid(RESPONSES_ITEM, entry)
+    # the model's turn goes back whole, in order: a reasoning model's call is refused
+    # without the reasoning item before it (with its encrypted_content when store=False)
+    assert response.messages[:3] == response_object["output"]
     assert response.messages[-1] == {
         "type": "function_call_output",
         "call_id": "call_1",

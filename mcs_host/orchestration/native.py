@@ -196,11 +196,9 @@ def _openai_responses(data: Mapping[str, Any]) -> NativeDetection | None:
             for part in content if isinstance(content, list) else ():
                 if isinstance(part, dict | Mapping) and part.get("type") == "output_text":
                     texts.append(str(part.get("text", "")))
-    native = [
-        {k: item[k] for k in ("type", "call_id", "name", "arguments", "id") if k in item}
-        for item in items
-        if isinstance(item, dict | Mapping) and item.get("type") == "function_call"
-    ]
+    # every output item goes back as it came: a reasoning model's calls are refused without
+    # the reasoning items before them (with their encrypted_content when nothing is stored)
+    native = [dict(item) for item in items if isinstance(item, dict | Mapping)]
     truncated = _mapping(data.get("incomplete_details")).get("reason") == "max_output_tokens"
     return NativeDetection("openai-responses", calls, "\n".join(texts), native, truncated)
 
