@@ -3,7 +3,7 @@
 Declare a tool's arguments once as a pydantic model; :func:`tool_from_model` turns it into a
 :class:`~mcs_host.contract.Tool` whose parameters carry the fields' JSON Schemas, and
 :func:`parse_arguments` validates a call's arguments against the same model, raising
-:class:`~mcs_host.contract.ToolArgumentError` that names the tool and the argument.
+:class:`~mcs_host.interfaces.ToolArgumentError` that names the tool and the argument.
 """
 
 from __future__ import annotations

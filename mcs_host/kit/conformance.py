@@ -5,7 +5,7 @@ SemVer version and a trust manifest, equal to its ``mcs-driver.json``), its tool
 uniquely named as provider APIs accept, every parameter described and typed by a JSON Schema,
 annotations that are booleans and do not contradict themselves), its capability claims, how
 ``execute_tool`` fails (an unknown tool or a missing argument must raise, preferably a
-:class:`~mcs_host.contract.ToolError`), and that results are JSON. It runs
+:class:`~mcs_host.interfaces.ToolError`), and that results are JSON. It runs
 the driver's code: use it on your own driver, in its tests (the ``mcs_conformance`` pytest
 fixture) or with ``mcs-host check``.
 """

@@ -4,7 +4,7 @@ The published ``mcs-driver-*`` ToolDrivers speak the same contract with their ow
 ``DriverMeta`` with ``supported_llms``, ``Tool`` and ``ToolParameter``, and results as JSON
 strings, errors included (``{"error": "Not a file: ..."}``). :class:`ReferenceToolDriver`
 converts their meta and tools by duck typing, returns results as data, and turns a reported
-error into a :class:`~mcs_host.contract.ToolError`, so a failed operation is a failed call
+error into a :class:`~mcs_host.interfaces.ToolError`, so a failed operation is a failed call
 rather than a result that looks like success.
 """
 

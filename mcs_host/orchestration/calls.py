@@ -87,7 +87,7 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """What :func:`detect` found in one response."""
+    """What :func:`~mcs_host.orchestration.detection.detect` found in one response."""
 
     calls: tuple[ToolCall, ...] = ()
     family: str = "text"

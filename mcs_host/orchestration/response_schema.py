@@ -19,7 +19,7 @@ optional one also taking ``null`` (which validation reads as not given), annotat
 ``default`` dropped. A tool whose schema has what strict mode cannot express (a free-form
 object, ``oneOf``, ``minLength``...) keeps its own schema: the schema still holds for other
 consumers, and :attr:`ResponseSchema.strict` is false with the reasons. A tool whose
-``$ref``s refer back to themselves is left out, and named.
+``$ref`` refers back to itself is left out, and named.
 """
 
 from __future__ import annotations
