@@ -112,8 +112,9 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
-        help="Host config file. Default: $MCS_HOST_CONFIG, else ./mcs-host.toml, else "
-        "[tool.mcs-host] in ./pyproject.toml.",
+        help="Host config file, read alone. Default: $MCS_HOST_CONFIG alone, else "
+        "~/.config/mcs-host/config.toml with a project file here (./mcs-host.toml, else "
+        "[tool.mcs-host] in ./pyproject.toml) layered under it until approved.",
         metavar="FILE",
         dir_okay=False,
     ),
