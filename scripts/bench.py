@@ -1,7 +1,7 @@
 """Run every benchmark side by side with the alternatives, and print one report.
 
     python3.11 scripts/bench.py            # set up .venvs/bench, run all, print the report
-    python3.11 scripts/bench.py --readme   # ...and write it into README.md
+    python3.11 scripts/bench.py --write    # ...and write it into docs/benchmarks.md
     python3.11 scripts/bench.py --quick    # fewer repeats, smaller sizes: a smoke run
 
 Sets up ``.venvs/bench`` with this checkout's mcs-host and the bundled drivers (installed as a
@@ -14,9 +14,9 @@ bench_scale.py, bench_wheels.py, bench_import.py, bench_csv.py and bench_streami
 prints their tables and every budget with its verdict; then the isolation section's:
 bench_isolation_start.py,
 bench_isolation_results.py and bench_isolation_faults.py (``--only main`` or ``--only
-isolation`` runs one of the two). ``--readme`` replaces the text between the
-``bench:begin`` and ``bench:end`` markers of README.md with the first report, and between
-``isolation:begin`` and ``isolation:end`` with the second.
+isolation`` runs one of the two). ``--write`` replaces the text between the
+``bench:begin`` and ``bench:end`` markers of docs/benchmarks.md with the first report, and
+between ``isolation:begin`` and ``isolation:end`` with the second.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -82,7 +83,9 @@ def setup() -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", action="store_true", help="write the report into README.md")
+    parser.add_argument(
+        "--write", action="store_true", help="write the report into docs/benchmarks.md"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller sizes")
     parser.add_argument(
         "--only",
@@ -104,17 +107,18 @@ def main() -> int:
             return 1
         print(text)
         texts.append((begin, end, text))
-    if args.readme:
-        readme = ROOT / "README.md"
-        current = readme.read_text(encoding="utf-8")
+    if args.write:
+        page = ROOT / "docs" / "benchmarks.md"
+        current = page.read_text(encoding="utf-8")
         for begin, end, text in texts:
             if begin not in current or end not in current:
-                print(f"README.md has no {begin} ... {end} block", file=sys.stderr)
+                print(f"docs/benchmarks.md has no {begin} ... {end} block", file=sys.stderr)
                 return 1
             head, _, rest = current.partition(begin)
-            current = f"{head}{begin}\n{text}{end}{rest.partition(end)[2]}"
-        readme.write_text(current, encoding="utf-8")
-        print("wrote the report into README.md", file=sys.stderr)
+            shown = re.sub(r"^#### ", "### ", text, flags=re.MULTILINE)  # under the page's ##
+            current = f"{head}{begin}\n{shown}{end}{rest.partition(end)[2]}"
+        page.write_text(current, encoding="utf-8")
+        print("wrote the report into docs/benchmarks.md", file=sys.stderr)
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -572,32 +573,33 @@ def test_a_version_accepted_meanwhile_is_never_lowered(tmp_path: Path) -> None:
     assert state.last("lineage") == (5, "bb" * 32)
 
 
-# -- the README says what a project file may set -------------------------------------------
+# -- the configuration reference says what a project file may set ---------------------------
 
 
-def test_the_readme_lists_what_an_unapproved_project_file_may_set() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = " ".join(readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0].split())
-    listed = section.split("Until then it may set only ", 1)[1].split(";", 1)[0]
-    allowed = [
-        key if rule.values == "any" else f"{key} = {rule.values}"
-        for key, rule in _PROJECT_KEYS.items()
-        if rule.values is not None and not rule.values.startswith("at most")
-    ]
-    limited = [
-        f"{key}` {rule.values}"
-        for key, rule in _PROJECT_KEYS.items()
-        if rule.values is not None and rule.values.startswith("at most")
-    ]
-    # a driver table, and the one key it may keep, are shown as one
-    table = {
-        "drivers.<label> = enabled = false": "[drivers.<label>] enabled = false",
-        "drivers.<label>.enabled = false": "[drivers.<label>] enabled = false",
-    }
-    shown = list(dict.fromkeys(table.get(item, item) for item in allowed))
-    for item in [*shown, *limited]:
-        assert f"`{item}" in listed, item
-    assert listed.count("`") == 2 * (len(shown) + len(limited))
+def test_the_configuration_reference_says_what_an_unapproved_project_file_may_set() -> None:
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "configuration.md"
+    section = page.read_text("utf-8").split("\n## What a project file may set before approval\n")
+    rows = re.findall(r"^\| `([^|]+?)`[^|]* \| ([^|]+?) \| [^|]+ \|$", section[1], re.MULTILINE)
+    table = {key.replace("LABEL", "<label>"): value for key, value in rows}
+    covered = 0
+    for key, rule in _PROJECT_KEYS.items():
+        if key in ("source", "notes"):
+            continue  # not settings: what the host records about the files it read
+        shown = table.get(key)
+        if shown is None:  # a server table's keys, and a driver's limits, are one row each
+            parent = key.rsplit(".", 1)[0]
+            shown = next(
+                (v for k, v in table.items() if k == parent or k.startswith(parent + ".")), None
+            )
+        assert shown is not None, f"{key} is not in the table"
+        covered += 1
+        if rule.values is None:
+            assert shown == "no", (key, shown)
+        elif rule.values == "any":
+            assert shown == "any value", (key, shown)
+        else:
+            assert rule.values.strip('"') in shown, (key, rule.values, shown)
+    assert covered == len(_PROJECT_KEYS) - 2
 
 
 def user_file(tmp_path: Path, text: str) -> dict[str, str]:

@@ -368,21 +368,13 @@ def test_the_filesystem_driver_without_its_undeclared_adapter(
     )
 
 
-def _readme_command(section: str, starts: str) -> list[str]:
-    """The README's shell command under ``section`` that begins with ``starts``, as argv."""
-    import shlex
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8").split(f"\n{section}\n", 1)[1]
-    lines = text.split("\n```sh\n", 1)[1].split("\n```", 1)[0].replace("\\\n", " ")
-    return next(shlex.split(line) for line in lines.splitlines() if line.startswith(starts))
-
-
-def test_the_readmes_own_command_for_the_reference_drivers_mounts_them(
+def test_a_one_off_command_with_settings_for_the_reference_drivers_mounts_them(
     reference_venv: Venv, tmp_path: Path
 ) -> None:
     # its --set labels are declared only by the registry: they were unknown to --set (exit 2)
-    command = _readme_command("## Reference drivers", "mcs-host load")
-    assert "mcs-csv.base_dir=data" in command
+    command = ["mcs-host", "load", "--registry", "registry.json"]
+    command += ["--set", "mcs-csv.base_dir=data", "--set", "mcs-filesystem.base_dir=data"]
+    command += ["--set", "mcs-rest.url=http://127.0.0.1:8000/openapi.json"]
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "pets.csv").write_text("name,kind\nRex,dog\n")
     (tmp_path / "registry.json").write_bytes(REGISTRY.read_bytes())

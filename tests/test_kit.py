@@ -1,5 +1,6 @@
-"""The driver author's path, as the README walks it: new -> test -> check -> build -> sign ->
-lock with the publisher key -> install -> load; then a later release loads on its signature."""
+"""The driver author's path, as docs/tutorials/write-a-driver.md walks it: new -> test ->
+check -> build -> sign -> lock with the publisher key -> install -> load; then a later
+release loads on its signature."""
 
 from __future__ import annotations
 

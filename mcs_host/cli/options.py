@@ -57,8 +57,9 @@ RegistryOption = Annotated[
     typer.Option(
         "--registry",
         help=(
-            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else "
-            "~/.config/mcs-host/registry.json; a ./registry.json is used only when named."
+            "Registry file (repeatable). Default: $MCS_HOST_REGISTRY, else the configuration's "
+            "registries, else ~/.config/mcs-host/registry.json; a ./registry.json is used "
+            "only when named."
         ),
         metavar="FILE",
         dir_okay=False,
