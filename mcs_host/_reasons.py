@@ -1,10 +1,12 @@
 """Reason codes: every code the host reports for a driver, a host plugin, an MCP server, a
 dependency or a registry, with what it means and what to do about it.
 
-One table, read by everything that makes or shows a reason: :class:`~mcs_host.loading.records.Refused`, :class:`~mcs_host.trust.verification.Verification` and the load records refuse a code
-that is not in it; the command line prints a ``fix:`` line from it under each refusal; the
-``--json`` schemas publish its codes as an enum; the README's "Reason codes" table is generated
-from it (``scripts/gen_cli_docs.py``). Standard library only, so every layer may read it.
+One table, read by everything that makes or shows a reason:
+:class:`~mcs_host.loading.records.Refused`, :class:`~mcs_host.trust.verification.Verification`
+and the load records refuse a code that is not in it; the command line prints a ``fix:`` line
+from it under each refusal; the ``--json`` schemas publish its codes as an enum; the reason
+codes page of the documentation (docs/reference/reason-codes.md) is generated from it
+(``scripts/gen_cli_docs.py``). Standard library only, so every layer may read it.
 
 A fix names the command when there is one. ``LABEL`` stands for the label of the driver,
 host plugin or MCP server and ``DISTRIBUTION`` for its distribution (both filled in where they
