@@ -66,8 +66,9 @@ class Reason:
 
 
 _REINSTALL = (
-    "reinstall the release: `pip install --force-reinstall --no-deps DISTRIBUTION` (if you "
-    "did not change its files yourself, find out what did first)"
+    "if you did not change its files yourself, find out what did first; then reinstall the "
+    "release from where it came: `pip install --force-reinstall --no-deps DISTRIBUTION` from "
+    "your package index, else the wheel or directory you installed it from"
 )
 _PUBLISHER = "its publisher fixes it and releases a new version (`mcs-host check` in the project)"
 _LOCK_OR_ALLOW = (

@@ -467,7 +467,8 @@ def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
             "digest-mismatch",
             f"{release.distribution} {release.version} is already pinned as "
             f"{known.digest}, these files are {pin.digest}; a rebuild with other "
-            "contents should get a new version (or lock with replace)",
+            "contents should get a new version (or pin these files instead: mcs-host lock "
+            "--replace)",
         )
     return entry.model_copy(update={"releases": {**entry.releases, release.version: pin}})
 
