@@ -103,7 +103,10 @@ def _package_names() -> dict[str, Any]:
         for info in pkgutil.walk_packages(mcs_host.__path__, "mcs_host."):
             if info.name.endswith("__main__"):
                 continue  # runs the command line
-            module = importlib.import_module(info.name)
+            try:
+                module = importlib.import_module(info.name)
+            except ModuleNotFoundError:  # an optional dependency (pytest, mcp) not installed
+                continue
             _NAMES[info.name] = module
             for name, value in vars(module).items():
                 _NAMES[f"{info.name}.{name}"] = value

@@ -142,3 +142,14 @@ def test_the_reason_codes_page_is_the_table_the_command_line_prints_fixes_from()
     assert [row.split(" | ", 1)[0] for row in rows] == [f"| `{code}`" for code in REASONS]
     for row, reason in zip(rows, REASONS.values(), strict=True):
         assert f" | {reason.meaning} | {reason.fix or '-'}" in row.replace("\\|", "|")
+
+
+def test_the_readmes_command_to_build_the_docs_installs_the_docs_extra() -> None:
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]["docs"]
+    (command,) = [line for line in README.splitlines() if "pip install 'sphinx" in line]
+    assert re.findall(r"'([^']+)'", command) == extra
+    assert "-m sphinx -b html docs docs/_build/html" in README
