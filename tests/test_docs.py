@@ -308,3 +308,27 @@ def test_every_configuration_key_and_environment_variable_is_in_the_reference() 
     source = "\n".join(p.read_text("utf-8") for p in (ROOT / "mcs_host").rglob("*.py"))
     for variable in sorted(set(re.findall(r"\bMCS_HOST_[A-Z][A-Z_]*[A-Z]\b", source))):
         assert variable in page, variable
+
+
+# -- the guarantees and their tests -----------------------------------------------------------
+
+
+def test_every_test_the_docs_name_as_proof_exists() -> None:
+    named = set()
+    for page in DOCS.rglob("*.md"):
+        named |= set(re.findall(r"(test_\w+\.py)::(test_\w+)", page.read_text("utf-8")))
+    assert len(named) >= 100  # the trust model names the test behind each guarantee
+    for module, test in sorted(named):
+        source = (ROOT / "tests" / module).read_text("utf-8")
+        assert re.search(rf"^(?:async )?def {test}\(", source, re.MULTILINE), f"{module}::{test}"
+
+
+def test_every_built_in_text_format_is_in_the_detection_formats_reference() -> None:
+    from mcs_host.orchestration.families import BUILTIN
+
+    page = (DOCS / "reference" / "detection-formats.md").read_text("utf-8")
+    rows = re.findall(r"\| `([a-z0-9._-]+)` \| (\d+) \| `([a-z0-9_]+)` \|$", page, re.MULTILINE)
+    documented = {name: (int(order), module) for name, order, module in rows}
+    for text_format in BUILTIN:
+        module = text_format.detect.__module__.rsplit(".", 1)[1]
+        assert documented.get(text_format.name) == (text_format.order, module), text_format.name
