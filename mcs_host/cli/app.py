@@ -25,7 +25,7 @@ EXIT_CODES = (
     ),
     ("2", "a usage or configuration error: nothing was loaded or written"),
 )
-"""Every command's exit codes; --help and the README's table say the same."""
+"""Every command's exit codes; --help and the docs' tables say the same."""
 
 GROUPS = (
     (

@@ -43,7 +43,7 @@ class _OneOf:
 
 ReasonCode = Annotated[
     str,
-    _OneOf(tuple(REASONS), 'A reason code; the README\'s "Reason codes" table says each.'),
+    _OneOf(tuple(REASONS), "A reason code; docs/reference/reason-codes.md says each."),
 ]
 """A code of :data:`mcs_host._reasons.REASONS`."""
 

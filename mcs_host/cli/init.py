@@ -20,8 +20,8 @@ __all__ = ["init_command"]
 _HEADER = """\
 # mcs-host's configuration for this user: every mcs-host command started without --config
 # reads it (a project's mcs-host.toml in the working directory is layered with it). Paths in
-# it are relative to this file's directory; "~" is your home. Every key: the README's
-# "Configuration" section.
+# it are relative to this file's directory; "~" is your home. Every key: the configuration
+# reference of mcs-host's documentation (docs/reference/configuration.md).
 
 # Which registries say what is trusted. Unset: {registry}
 # (mcs-host lock LABEL pins an installed driver in it).

@@ -141,7 +141,7 @@ dist/
 README = """\
 # {name}
 
-{title}: an MCS driver for [mcs-host](https://pypi.org/project/mcs-host/).
+{title}: an MCS driver ([Model Context Standard](https://www.modelcontextstandard.io)) for mcs-host.
 
     pip install -e '.[test]' && pytest      # the contract and the tools
     mcs-host check .                        # the contract, from the command line
