@@ -388,3 +388,32 @@ def test_a_one_off_command_with_settings_for_the_reference_drivers_mounts_them(
     unknown = reference_venv.run(*command[:-2], "--set", "mcs-cvs.base_dir=data", cwd=tmp_path)
     assert unknown.returncode == 2
     assert "no driver or MCP server has the label 'mcs-cvs'" in unknown.stderr
+
+
+def test_lock_pins_a_reference_driver_by_the_label_a_registry_declares(
+    reference_venv: Venv, tmp_path: Path
+) -> None:
+    # the fix printed for a release no registry pins says `mcs-host lock LABEL`: for a driver
+    # with no entry point, the label a registry declares (it said: no installed driver)
+    (tmp_path / "registry.json").write_bytes(REGISTRY.read_bytes())
+    config = tmp_path / "mcs-host.toml"
+    config.write_text('registries = ["registry.json"]\n')
+    mine = tmp_path / "mine.json"
+    done = reference_venv.run(
+        "mcs-host", "lock", "mcs-csv", "--config", config, "--registry", mine, "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = json.loads(mine.read_text())["drivers"]
+    declared = json.loads(REGISTRY.read_text())["drivers"]
+    ((driver_id, entry),) = written.items()
+    assert driver_id in declared
+    assert (entry["label"], entry["object"]) == ("mcs-csv", "mcs.driver.csv:CsvToolDriver")
+    assert (
+        entry["releases"]["0.1.4"]["digest"] == declared[driver_id]["releases"]["0.1.4"]["digest"]
+    )
+    # no registry read declares it: the error says where a declaration would come from
+    other = tmp_path / "other.json"
+    elsewhere = reference_venv.run("mcs-host", "lock", "mcs-csv", "--registry", other, cwd=tmp_path)
+    assert elsewhere.returncode == 2
+    assert "no registry" in elsewhere.stderr

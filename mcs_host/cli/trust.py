@@ -35,7 +35,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig, MCPServerSettings
-    from mcs_host.trust.registry import MCPServerEntry, Registry, TrustLabel
+    from mcs_host.trust.registry import DriverEntry, MCPServerEntry, Registry, TrustLabel
     from mcs_host.trust.release import Release
 
 
@@ -162,6 +162,13 @@ def lock_drivers(
     except ValidationError as exc:
         fail(validation_lines(target, exc.errors()))
     declared = parse_pairs(declare, "--declare")
+    id_pairs = parse_ids(ids)
+    if labels and not wheel:  # a label a registry declares: its distribution, object and id
+        found = _declared(labels, current, config, path, declared)
+        for name, (driver_id, entry) in found.items():
+            declared[name] = entry.object or ""
+            id_pairs.setdefault(name, driver_id)
+            distribution = [*(distribution or ()), entry.distribution]
     label = cast("TrustLabel", trust)
     servers: dict[str, MCPServerEntry] = {}
     releases: list[Release] = []
@@ -179,7 +186,7 @@ def lock_drivers(
                     current,
                     drivers,
                     labels=list(labels or ()),
-                    ids=parse_ids(ids),
+                    ids=id_pairs,
                     declared=declared,
                     trust=label,
                     replace=replace,
@@ -234,6 +241,41 @@ def _releases(
     return releases
 
 
+def _declared(
+    labels: Sequence[str],
+    current: Registry,
+    config: Path | None,
+    path: Sequence[Path] | None,
+    declared: Mapping[str, str],
+) -> dict[str, tuple[str, DriverEntry]]:
+    """The labels no installed distribution ships as an entry point that a registry declares
+    (the one being written, or one the configuration reads): the declaring entry of each,
+    with its id. The reference drivers ship no entry points; their labels exist only so."""
+    from mcs_host.loading.config import ConfigError
+
+    shipped = {c.label for c in discover(path).candidates}
+    shipped |= {
+        c.label for c in discover(path, group=PLUGIN_GROUP, require_object=False).candidates
+    }
+    wanted = [name for name in labels if name not in shipped and name not in declared]
+    if not wanted:
+        return {}
+    entries: dict[str, DriverEntry] = dict(current.drivers)
+    try:
+        settings = config_from_options(config, None, None, None, None, None, path=path)
+        index, _, _ = settings.trust_index()
+    except (ConfigError, ValueError, OSError):
+        index = None  # the configuration's registries are not needed to pin: the target's
+    if index is not None:
+        entries = {**index.entries, **entries}
+    found = {}
+    for name in wanted:
+        matches = [(i, e) for i, e in entries.items() if e.label == name and e.object]
+        if len(matches) == 1:
+            found[name] = matches[0]
+    return found
+
+
 def _installed_drivers(
     labels: Sequence[str] | None, path: Sequence[Path] | None
 ) -> list[Candidate]:
@@ -245,7 +287,11 @@ def _installed_drivers(
     wanted = [c for c in candidates if not labels or c.label in labels]
     missing = sorted(set(labels or ()) - {c.label for c in wanted})
     if missing:
-        fail(f"no installed driver has the label {', '.join(missing)}")
+        fail(
+            f"no installed driver has the label {', '.join(missing)}, and no registry this "
+            "reads declares it: name the registry that does with --config (its registries) "
+            "or write into it with --registry"
+        )
     return wanted
 
 
