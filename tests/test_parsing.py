@@ -527,3 +527,23 @@ def test_code_fences_are_read_as_the_markdown_expression_reads_them() -> None:
     for _ in range(5000):
         text = "".join(generator.choice(pieces) for _ in range(generator.randrange(25)))
         assert list(fences(text)) == expression.findall(text), text
+
+
+def test_a_text_format_that_raises_is_skipped_with_a_warning_and_the_response_is_still_read() -> (
+    None
+):
+    # a host plugin's format (mcs_host_codecs) is code the host does not control: its bug
+    # must not take down every response, nor hide the calls other formats read
+    from mcs_host import TextFormat
+
+    def broken(text: str, known: Any) -> None:
+        raise KeyError("oops")
+
+    stack = Orchestrator(
+        {"calc": Calculator()}, text_formats=[TextFormat("acme", broken, ("ACME>>",), 10)]
+    )
+    with pytest.warns(RuntimeWarning, match=r"text format 'acme' raised KeyError\('oops'\)"):
+        response = stack.process_llm_response(
+            'ACME>> add\n{"tool": "add", "arguments": {"a": 2, "b": 3}}'
+        )
+    assert (response.call_executed, response.tool_call_result) == (True, 5)

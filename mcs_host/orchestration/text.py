@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import warnings
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -110,7 +111,17 @@ class TextFormats:
             if key in visible:
                 due.update(p for marker, positions in group if marker in visible for p in positions)
         for position in sorted(due):
-            found = self._formats[position].detect(visible, known)
+            text_format = self._formats[position]
+            try:
+                found = text_format.detect(visible, known)
+            except Exception as exc:  # a plugin's format: the response is read without it
+                warnings.warn(
+                    f"text format {text_format.name!r} raised {exc!r}; the response was read "
+                    "without it",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
             if found is not None:
                 return found
         return _json_protocol(visible, known)
