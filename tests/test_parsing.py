@@ -547,3 +547,14 @@ def test_a_text_format_that_raises_is_skipped_with_a_warning_and_the_response_is
             'ACME>> add\n{"tool": "add", "arguments": {"a": 2, "b": 3}}'
         )
     assert (response.call_executed, response.tool_call_result) == (True, 5)
+
+
+def test_a_text_call_that_failed_alone_is_answered_by_the_retry_prompt_once() -> None:
+    response = Orchestrator({"calc": Calculator()}).process_llm_response(
+        '{"tool": "add", "arguments": {"a": "x", "b": 1}}'
+    )
+    assert response.call_failed
+    assert response.messages is not None
+    (answer,) = [m["content"] for m in response.messages if m["role"] == "user"]
+    assert answer == response.retry_prompt
+    assert answer.count("expected number, got string 'x'") == 1

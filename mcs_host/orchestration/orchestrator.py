@@ -473,7 +473,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 messages=messages,
             )
         retry = self._retry_prompt(failures)
-        if detection.family == "text":
+        if detection.family == "text" and not executed:  # the retry lists every error
+            messages[-1]["content"] = retry
+        elif detection.family == "text":  # each call answered in order, then the retry
             messages[-1]["content"] += "\n\n" + retry
         return DriverResponse(
             tool_call_result=(results if len(results) > 1 else None) if executed else None,
