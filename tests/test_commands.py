@@ -439,3 +439,19 @@ def test_serve_says_how_its_tools_differ_from_its_last_start(
     only = host(scene, "serve", "files", "--config", config)
     assert only.returncode == 0, only.stderr
     assert "note: the tools differ" not in only.stderr
+
+
+def test_call_when_nothing_mounted_says_why_and_calls_nothing(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(
+        f'registries = ["{ROOT / "registry.json"}"]\n'
+        '[drivers.csv]\nsettings = { root = "no-such-directory" }\n'
+    )
+    done = venv.run("mcs-host", "call", "list_csv_files", "--config", config)
+    assert done.returncode == 1
+    assert "constructor-error" in done.stderr
+    assert "nothing mounted" in done.stderr
+    assert "unknown tool" not in done.stderr + done.stdout  # no call was made to fail

@@ -325,6 +325,8 @@ def _answer(
     (no ticker then: the question stays on its line)."""
     if not as_json:
         loaded, report = loaded_or_exit(settings, path, labels, approve=approve)
+        if not report.ok and not loaded.driver.list_tools():
+            raise typer.Exit(1)  # nothing to call: the errors above say why
         output = _made(output, loaded.driver)
         with Ticker(f"{_what(output)} running", enabled=not approve):
             response = loaded.driver.process_llm_response(output)
