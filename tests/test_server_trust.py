@@ -170,6 +170,11 @@ def test_lock_server_pins_a_distribution_s_files_and_waives_consent_only_when_to
     cfg = tmp_path / "mcs-host.toml"
     # the distribution as a person writes it; the registry has its PEP 503 name
     cfg.write_text('autoload = false\n[mcp_servers.adder]\ndistribution = "Adder_Server"\n')
+    # before: the fix names lock --server, which also writes the server's entry (a library
+    # pin alone would leave it without one)
+    (before,) = load(scene, tmp_path, "--config", cfg).values()
+    assert before["reason"] == "not-in-registry"
+    assert "`mcs-host lock --server adder`" in before["fix"]
     done = host(scene, tmp_path, "lock", "--server", "adder", "--no-consent", "--config", cfg)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pinned MCP server adder: adder-server (community, calls need no consent)" in (

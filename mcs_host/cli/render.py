@@ -68,15 +68,24 @@ def brief(note: str, verbose: bool = False) -> str:
 
 
 def record_subject(record: LoadRecord) -> Subject:
-    """What a load record is about, for its fix: an MCP server from a distribution is pinned
-    as a library, one given by URL or command is described in a registry."""
+    """What a load record is about, for its fix."""
     if record.kind != "mcp":
         return "driver"
-    return "library" if record.distribution else "server"
+    return _mcp_subject(record.reason, record.distribution)
 
 
 def _server_subject(s: ServerCheck) -> Subject:
-    return "library" if s.distribution else "server"
+    return _mcp_subject(s.reason, s.distribution)
+
+
+def _mcp_subject(reason: str, distribution: str | None) -> Subject:
+    """An MCP server given by URL or command is described in a registry; one from a
+    distribution too (``lock --server`` pins its files and describes it), but what is wrong
+    with its installed files is a library's to fix (reinstall it)."""
+    if distribution is None:
+        return "server"
+    known = REASONS.get(reason)
+    return "server" if known is not None and known.server_fix else "library"
 
 
 def _dependency_fix(label: str, d: DependencyCheck) -> str | None:
