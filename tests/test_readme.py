@@ -3,7 +3,6 @@ options it gives; and the command line's help, whose reference pages docs/refere
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import sys
@@ -72,17 +71,6 @@ def test_every_command_help_names_its_arguments_with_placeholders() -> None:
                 continue  # a wrapped help text, not an argument
             assert line.split()[0].rstrip(".").isupper(), f"{command.name}: {line}"
         assert "else ./registry.json, else" not in done.stdout
-
-
-def _gen_cli_docs():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "gen_cli_docs", ROOT / "scripts" / "gen_cli_docs.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_generated_reference_pages_are_what_help_the_schemas_and_the_reasons_say() -> None:
