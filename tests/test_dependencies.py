@@ -154,10 +154,8 @@ def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
     wrong = scene["venv"].run(
         "mcs-host", "lock", "nope", "--distribution", "helper-lib", "--registry", registry
     )
-    assert (wrong.returncode, wrong.stderr.strip()) == (
-        2,
-        "error: no installed driver has the label nope",
-    )
+    assert wrong.returncode == 2
+    assert wrong.stderr.startswith("error: no installed driver has the label nope (installed: ")
     assert json.loads(registry.read_text()) == written  # nothing written
 
 

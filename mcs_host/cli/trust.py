@@ -287,10 +287,11 @@ def _installed_drivers(
     wanted = [c for c in candidates if not labels or c.label in labels]
     missing = sorted(set(labels or ()) - {c.label for c in wanted})
     if missing:
+        have = ", ".join(sorted({c.label for c in candidates})) or "none"
         fail(
-            f"no installed driver has the label {', '.join(missing)}, and no registry this "
-            "reads declares it: name the registry that does with --config (its registries) "
-            "or write into it with --registry"
+            f"no installed driver has the label {', '.join(missing)} (installed: {have}), and "
+            "no registry this reads declares it (a driver with no entry point: name the "
+            "registry that does with --config, its registries, or write into it with --registry)"
         )
     return wanted
 
