@@ -13,6 +13,7 @@ import pytest
 
 from mcs_host._reasons import REASONS, Reason
 from mcs_host.loading.records import LoadRecord, Refused
+from mcs_host.trust.registry import RegistryError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcs_host"
 SOURCES = sorted(
@@ -169,3 +170,6 @@ def test_a_reason_not_in_the_table_is_refused_where_it_is_made() -> None:
     with pytest.raises(ValueError, match="'oops' is not a reason code"):
         LoadRecord("csv", "failed", "oops", "")
     assert Refused("failed", "invalid-tools", "fine").reason == "invalid-tools"
+    with pytest.raises(ValueError, match="'expird' is not a reason code"):
+        RegistryError("expird", "a typo of expired")
+    assert RegistryError("expired", "fine").reason == "expired"

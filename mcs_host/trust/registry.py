@@ -44,6 +44,7 @@ from mcs_host._files import (
     validation_lines,
 )
 from mcs_host._places import state_directory
+from mcs_host._reasons import known_reason
 from mcs_host.discovery import normalize_name
 
 from .signatures import Envelope, PublicKey, SignatureError
@@ -373,10 +374,11 @@ def _version_of(text: str) -> Version:
 
 
 class RegistryError(Exception):
-    """A registry cannot be used; the message names the file and ``reason`` is a code."""
+    """A registry cannot be used; the message names the file and ``reason`` is a code of
+    :data:`~mcs_host._reasons.REASONS` (or :class:`ValueError`)."""
 
     def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
+        self.reason = known_reason(reason)
         super().__init__(message)
 
 
