@@ -23,11 +23,13 @@ from .interfaces import (
     MCSDriver as MCSDriver,
     MCSToolDriver as MCSToolDriver,
     SEMVER_PATTERN as SEMVER_PATTERN,
+    StandaloneDriverLike as StandaloneDriverLike,
     SupportsAutostart as SupportsAutostart,
     SupportsDriverContext as SupportsDriverContext,
     SupportsHealthcheck as SupportsHealthcheck,
     ToolArgumentError as ToolArgumentError,
     ToolCallSignaling as ToolCallSignaling,
+    ToolDriverLike as ToolDriverLike,
     ToolError as ToolError,
     UnknownToolError as UnknownToolError,
 )

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from mcs_host.contract import DriverContext, DriverMeta, DriverResponse, Tool
@@ -25,11 +25,13 @@ __all__ = [
     "ContractError",
     "MCSDriver",
     "MCSToolDriver",
+    "StandaloneDriverLike",
     "SupportsAutostart",
     "SupportsDriverContext",
     "SupportsHealthcheck",
     "ToolArgumentError",
     "ToolCallSignaling",
+    "ToolDriverLike",
     "ToolError",
     "UnknownToolError",
     "implemented_capabilities",
@@ -234,13 +236,28 @@ def progress_to(sink: _Sink | None) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
-def is_tool_driver(driver: object) -> bool:
+class ToolDriverLike(Protocol):
+    """What the host calls on a driver that offers tools, whatever its class: an
+    :class:`MCSToolDriver`, an orchestrator, a reference-SDK driver behind its adapter."""
+
+    def list_tools(self) -> list[Tool]: ...
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any: ...
+
+
+class StandaloneDriverLike(Protocol):
+    """What the host calls on an MCSDriver without tools, which it chains."""
+
+    def process_llm_response(self, llm_response: Any, streaming: bool = False) -> Any: ...
+
+
+def is_tool_driver(driver: object) -> TypeGuard[ToolDriverLike]:
     """Whether ``driver`` offers tools: ``list_tools`` and ``execute_tool``."""
     return callable(getattr(driver, "list_tools", None)) and callable(
         getattr(driver, "execute_tool", None)
     )
 
 
-def is_standalone_driver(driver: object) -> bool:
+def is_standalone_driver(driver: object) -> TypeGuard[StandaloneDriverLike]:
     """Whether ``driver`` is an MCSDriver without tools, to be chained."""
     return callable(getattr(driver, "process_llm_response", None)) and not is_tool_driver(driver)

@@ -277,7 +277,7 @@ def list_tools(
             "process_llm_response",
         )
     # listed in the worker too: a generator runs its code while it is read
-    listed = bounded(lambda: _listed(driver.list_tools()), timeout, "list_tools")  # type: ignore[attr-defined]
+    listed = bounded(lambda: _listed(driver.list_tools()), timeout, "list_tools")
     tools = valid_tools(listed)
     if not tools:
         raise Refused("failed", "no-tools", _no_tools(driver, meta, timeout, health))

@@ -101,7 +101,7 @@ class _Mount:
 def _mount(label: str, driver: object, tools: Sequence[Any] | None = None) -> _Mount:
     """``driver`` with its validated tools and their compiled schemas (once per mount)."""
     if is_tool_driver(driver):
-        listed = driver.list_tools() if tools is None else tools  # type: ignore[attr-defined]
+        listed = driver.list_tools() if tools is None else tools
         coerced = tuple(Tool.coerce(t) for t in listed)
         twice = [name for name, n in Counter(t.name for t in coerced).items() if n > 1]
         if twice:
