@@ -5,8 +5,8 @@ read from the source, so a lazy import cannot hide a wrong arrow; one under ``if
 TYPE_CHECKING:`` never runs and only names a type. The layers, top to bottom, are those of
 ARCHITECTURE.md::
 
-    cli -> kit -> loading -> trust | orchestration -> contract | discovery -> interfaces
-        -> private helpers
+    cli -> kit -> loading -> bridge -> trust | orchestration -> contract | discovery
+        -> interfaces -> private helpers
 
 A module may import its own subpackage's modules and anything in a lower layer; modules on
 the same layer in different subpackages (trust and orchestration, contract and discovery) do
