@@ -171,13 +171,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         for mount in mounts:
             record, driver, tools = mount if isinstance(mount, tuple) else _started(mount)
             if record.status == "mounted":
-                try:  # tools listed twice, a schema that cannot be checked
-                    orchestrator.mount(record.label, driver, tools)
-                except (ValueError, TypeError) as exc:
-                    message = str(exc)
-                    record = replace(
-                        record, status="failed", reason="invalid-tools", message=message
-                    )
+                record = servers.attach(orchestrator, record, driver, tools)
             if isolating.is_isolated(driver):
                 if record.status == "mounted":
                     owned.append(driver)

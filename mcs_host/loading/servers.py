@@ -147,18 +147,30 @@ def mount_servers(
         taken = {r.label for r in records}
         record, mcp, tools, waiver = mount_server(ctx, label, server, labels, taken)
         if mcp is not None:
-            try:
-                orchestrator.mount(label, mcp, tools)
+            record = attach(orchestrator, record, mcp, tools)
+            if record.status != "mounted":
+                mcp.close()
+            else:
                 owned.append(mcp)
                 if waiver is not None:
                     asking[label] = waiver
-            except (ValueError, TypeError) as exc:
-                mcp.close()
-                record = replace(record, status="failed", reason="invalid-tools", message=str(exc))
         records.append(record)
     if asking:
         needs = needs_consent(orchestrator, asking)
         orchestrator.consent = partial(ask_consent, ctx.manager, needs=needs)
+
+
+def attach(
+    stack: Orchestrator, record: LoadRecord, driver: object, tools: tuple[Tool, ...] | None
+) -> LoadRecord:
+    """Mount a driver or server whose load succeeded (``record``) on ``stack``: the record as
+    it is, or failed with ``invalid-tools`` when the stack refuses the tools (a name listed
+    twice, a schema that cannot be checked). Drivers and MCP servers both mount through it."""
+    try:
+        stack.mount(record.label, driver, tools)
+    except (ValueError, TypeError) as exc:
+        return replace(record, status="failed", reason="invalid-tools", message=str(exc))
+    return record
 
 
 def mount_server(
