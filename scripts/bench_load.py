@@ -23,7 +23,7 @@ from _bench import emit, process_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "scripts/demo/mcs-host.toml"
-STAGES = ("verify", "check", "dependencies", "import", "instantiate", "list_tools")
+STAGES = ("verify", "compatibility", "dependencies", "import", "instantiate", "meta", "list_tools")
 
 PROBE = f"""
 import json, time

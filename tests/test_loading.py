@@ -269,9 +269,11 @@ def test_each_failure_is_isolated_while_the_other_drivers_mount(
     )
     assert set(by_label["good"]["timings_ms"]) >= {
         "verify",
-        "check",
+        "compatibility",
+        "dependencies",
         "import",
         "instantiate",
+        "meta",
         "list_tools",
     }
     # the incompatible driver was refused from metadata, before its code could run

@@ -368,7 +368,7 @@ def _obtain(
         verification = stages.verify(_for_mount(ctx, plan), candidate, found)
     notes += verification.warnings
     try:
-        with _timed(timings, "check"):
+        with _timed(timings, "compatibility"):
             stages.check_compatibility(ctx, plan.label, candidate)
         with _timed(timings, "dependencies"):
             notes += stages.admit_dependencies(ctx, candidate, verification)
@@ -403,7 +403,7 @@ def _activate(
     timeout = plan.settings.timeout or ctx.config.timeout
     with _timed(timings, "instantiate"):
         driver = stages.instantiate(obj, plan.settings, timeout)
-    with _timed(timings, "check"):
+    with _timed(timings, "meta"):
         meta, meta_notes = stages.check_meta(ctx, plan, driver, version, verification)
     notes += meta_notes
     if plan.settings.autostart:

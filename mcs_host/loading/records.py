@@ -107,7 +107,10 @@ class LoadRecord:
     tools: tuple[str, ...] = ()
     """The tools as this driver names them (the orchestrator may prefix them)."""
     timings: Mapping[str, float] = field(default_factory=dict)
-    """Seconds per stage: verify, check, import, instantiate, healthcheck, list_tools."""
+    """Seconds per stage, each under its own key: ``verify``, ``compatibility`` (versions,
+    capabilities), ``dependencies``, ``import``, ``instantiate``, ``meta`` (the driver's meta
+    against its manifest), ``autostart``, ``healthcheck``, ``list_tools``; ``start`` for an
+    isolated driver (its child's whole start) or an MCP server. Only the stages it reached."""
     traceback: str | None = None
     warnings: tuple[str, ...] = ()
     health: Mapping[str, Any] | None = None
@@ -130,7 +133,8 @@ class LoadReport:
     """Fatal problems: strict failures, required drivers, requested labels not found."""
     registry_errors: tuple[str, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
-    """Seconds for the shared stages: plugins, registries, discover, and the total."""
+    """Seconds for the shared stages: ``registries``, ``plugins``, ``discover``, and
+    ``total``."""
     environment: tuple[str, ...] = ()
     """What the host ignored about its own installation (a second or fake mcs-host
     distribution, a requirement installed twice): it grants nothing."""
