@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 
+import mcs_host
 from mcs_host._reasons import REASONS
 from mcs_host.cli.app import EXIT_CODES, GROUPS, app
 from mcs_host.cli.documents import DOCUMENTS, schema_urn
@@ -166,28 +167,21 @@ def api_page() -> str:
 
 
 def _exports() -> list[tuple[str, list[tuple[str, list[str]]]]]:
-    """The stub's public names: ``(group title, [(module, names)])`` in its order."""
+    """The stub's public names: ``(group title, [(module, names)])`` in its order. The names
+    and their modules are the package's own reading of the stub (``mcs_host._EXPORTS``);
+    only the group headings (its top-level ``# `` comments) are read here."""
+    by_module: dict[str, list[str]] = {}
+    exports: dict[str, str] = vars(mcs_host)["_EXPORTS"]  # not in the stub: private
+    for name, module in exports.items():
+        by_module.setdefault(module, []).append(name)
     groups: list[tuple[str, list[tuple[str, list[str]]]]] = []
-    module = None
-    for raw in (ROOT / "mcs_host" / "__init__.pyi").read_text("utf-8").splitlines():
-        line = raw.strip()
-        if line.startswith("# ") and not raw.startswith(" "):
+    for line in (ROOT / "mcs_host" / "__init__.pyi").read_text("utf-8").splitlines():
+        if line.startswith("# "):
             groups.append((line[2:].split(":")[0], []))
-            continue
-        if line.startswith("from ."):
-            module, _, line = line[len("from .") :].partition(" import ")
-            if module.startswith("_version") or not groups:
-                module = None
-                continue
-            groups[-1][1].append((module, []))
-        if module is None:
-            continue
-        for item in line.replace("(", ",").replace(")", ",").split(","):
-            name = item.partition(" as ")[2].strip()
-            if name:
-                groups[-1][1][-1][1].append(name)
-        if ")" in line or not raw.rstrip().endswith(("(", ",")):
-            module = None
+        elif line.startswith("from .") and groups:
+            module = line[len("from .") :].partition(" import ")[0].strip()
+            if module in by_module and module not in (m for g in groups for m, _ in g[1]):
+                groups[-1][1].append((module, by_module[module]))
     return groups
 
 

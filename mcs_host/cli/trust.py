@@ -163,12 +163,14 @@ def lock_drivers(
         fail(validation_lines(target, exc.errors()))
     declared = parse_pairs(declare, "--declare")
     id_pairs = parse_ids(ids)
-    if labels and not wheel:  # a label a registry declares: its distribution, object and id
-        found = _declared(labels, current, config, path, declared)
-        for name, (driver_id, entry) in found.items():
-            declared[name] = entry.object or ""
-            id_pairs.setdefault(name, driver_id)
-            distribution = [*(distribution or ()), entry.distribution]
+    # discovered once, when labels need it; a label a registry declares (no entry point)
+    # brings its distribution, object and id from there
+    installed = _candidates(path) if labels and not wheel else None
+    if labels and installed is not None:
+        found = _declared(labels, installed, current, config, path, declared)
+        declared = {**declared, **{name: e.object or "" for name, (_, e) in found.items()}}
+        id_pairs = {**{name: i for name, (i, _) in found.items()}, **id_pairs}
+        distribution = [*(distribution or ()), *(e.distribution for _, e in found.values())]
     label = cast("TrustLabel", trust)
     servers: dict[str, MCPServerEntry] = {}
     releases: list[Release] = []
@@ -180,7 +182,9 @@ def lock_drivers(
             current = _with_servers(current, servers, target, replace, no_consent)
         with Progress(not as_json) as progress:
             if labels or wheel or distribution or not server:  # --server alone pins no driver
-                drivers = _releases(labels, wheel, distribution, path, progress, declared)
+                drivers = _releases(
+                    labels, wheel, distribution, path, progress, declared, installed
+                )
                 releases = [*drivers, *releases]
                 current = lock(
                     current,
@@ -208,6 +212,7 @@ def _releases(
     path: Sequence[Path] | None,
     progress: Progress,
     declared: Mapping[str, str] | None = None,
+    installed: tuple[Candidate, ...] | None = None,
 ) -> list[Release]:
     """The releases ``lock`` pins: the wheels and distributions named, and the installed
     drivers and host plugins with the ``labels`` that none of them ships (without wheels or
@@ -219,8 +224,10 @@ def _releases(
         release_from_wheel,
     )
 
+    if installed is None:
+        installed = _candidates(path)
     if not (wheels or distributions):
-        return release_from_candidates(_installed_drivers(labels, path), progress)
+        return release_from_candidates(_installed_drivers(labels, installed), progress)
     named: list[Path | str] = [*(wheels or ()), *(distributions or ())]
     releases = []
     search = [os.fspath(p) for p in path] if path else sys.path
@@ -237,12 +244,13 @@ def _releases(
     shipped = {label for r in releases for label, _ in r.entry_points} | set(declared or {})
     others = [label for label in labels or () if label not in shipped]
     if others:
-        releases += release_from_candidates(_installed_drivers(others, path), progress)
+        releases += release_from_candidates(_installed_drivers(others, installed), progress)
     return releases
 
 
 def _declared(
     labels: Sequence[str],
+    installed: Sequence[Candidate],
     current: Registry,
     config: Path | None,
     path: Sequence[Path] | None,
@@ -253,10 +261,7 @@ def _declared(
     with its id. The reference drivers ship no entry points; their labels exist only so."""
     from mcs_host.loading.config import ConfigError
 
-    shipped = {c.label for c in discover(path).candidates}
-    shipped |= {
-        c.label for c in discover(path, group=PLUGIN_GROUP, require_object=False).candidates
-    }
+    shipped = {c.label for c in installed}
     wanted = [name for name in labels if name not in shipped and name not in declared]
     if not wanted:
         return {}
@@ -276,14 +281,18 @@ def _declared(
     return found
 
 
-def _installed_drivers(
-    labels: Sequence[str] | None, path: Sequence[Path] | None
-) -> list[Candidate]:
-    """The installed drivers and host plugins with ``labels`` (every one without labels);
-    a label no installed one has ends the command."""
+def _candidates(path: Sequence[Path] | None) -> tuple[Candidate, ...]:
+    """The installed drivers and host plugins (metadata only, nothing imported)."""
     found = discover(path)
     plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
-    candidates = (*found.candidates, *plugins.candidates)
+    return (*found.candidates, *plugins.candidates)
+
+
+def _installed_drivers(
+    labels: Sequence[str] | None, candidates: Sequence[Candidate]
+) -> list[Candidate]:
+    """The installed drivers and host plugins with ``labels`` among ``candidates`` (every
+    one without labels); a label no installed one has ends the command."""
     wanted = [c for c in candidates if not labels or c.label in labels]
     missing = sorted(set(labels or ()) - {c.label for c in wanted})
     if missing:
