@@ -37,7 +37,7 @@ POSITION = {
     "Incompatibility": 0,
     "RegistryError": 0,
     "SignatureError": 0,
-    "speak_mcp": 0,
+    "require_mcp_extra": 0,
     "LoadRecord": 2,
     "ServerCheck": 4,
     "DependencyCheck": 4,

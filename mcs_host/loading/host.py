@@ -48,6 +48,7 @@ from .records import (
     LoadError,
     LoadRecord,
     LoadReport,
+    Mounted,
     Plan,
     Progress,
     Refused,
@@ -56,7 +57,9 @@ from .records import (
 from .verify import installed_drivers, verify_installed
 
 if TYPE_CHECKING:
+    from mcs_host.bridge.client import MCPToolDriver
     from mcs_host.bridge.isolation import IsolatedDriver
+    from mcs_host.orchestration.calls import TextFormat
 
 __all__ = ["Host", "load_drivers"]
 
@@ -149,36 +152,31 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         plugins = load_plugins(ctx, host._plugins, host.search_path)
     with _timed(timings, "discover"):
         found = installed_drivers(config, index, host.search_path)
-    plans, records = plan_mounts(config, found, host._in_process)
+    plans, planned = plan_mounts(config, found, host._in_process)
     formats, format_problems = text_formats(ctx.manager)
-    orchestrator = Orchestrator(
-        namespace=config.namespace,
-        on_unknown="fail",
-        consent=partial(ask_consent, ctx.manager),
-        audit=partial(audit_call, ctx.manager),
-        call_timeout=config.call_timeout,
-        prompts=config.prompts,
-        text_formats=formats,
-    )
-    owned: list[Any] = []  # MCPToolDrivers: isolated drivers, MCP servers
-    mounts: list[_Mounted | _Starting] = []
     with ThreadPoolExecutor(_STARTS, thread_name_prefix="mcs-host start") as starts:
+        mounting = []
         for done, plan in enumerate(plans):
             if progress is not None:
                 progress(done, len(plans), f"loading {plan.label}")
-            mounts.append(_mount(ctx, plan, found, labels, starts))
+            mounting.append(_mount(ctx, plan, found, labels, starts))
         # isolated drivers start side by side; all are mounted in the planned order
-        for mount in mounts:
-            record, driver, tools = mount if isinstance(mount, tuple) else _started(mount)
+        mounts = [m if isinstance(m, Mounted) else _started(m) for m in mounting]
+    taken = [*(r.label for r in planned), *(m.record.label for m in mounts)]
+    mounts += servers.mount_servers(ctx, labels, taken, progress)
+    orchestrator = _stack(ctx, config, formats, mounts)
+    records = list(planned)
+    owned: list[MCPToolDriver] = []
+    for mount in mounts:
+        record = mount.record
+        if record.status == "mounted":
+            record = servers.attach(orchestrator, mount)
+        if mount.process is not None:
             if record.status == "mounted":
-                record = servers.attach(orchestrator, record, driver, tools)
-            if isolating.is_isolated(driver):
-                if record.status == "mounted":
-                    owned.append(driver)
-                else:
-                    driver.close()
-            records.append(record)
-    servers.mount_servers(ctx, orchestrator, labels, records, owned, progress)
+                owned.append(mount.process)
+            else:
+                mount.process.close()
+        records.append(record)
     errors = _errors(config, labels, records) + plugin_errors(ctx, plugins)
     if config.strict:
         errors += [f"host plugin {name}: {problem}" for name, problem in format_problems]
@@ -203,14 +201,37 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     return Loaded(orchestrator, report, tuple(owned))
 
 
+def _stack(
+    ctx: stages.Context,
+    config: HostConfig,
+    formats: Sequence[TextFormat],
+    mounts: Sequence[Mounted],
+) -> Orchestrator:
+    """The orchestrator the mounts go on, its consent asking the plugins about each call,
+    and requiring their approval for calls to the mounts that need it."""
+    waivers = {m.record.label: m.waiver for m in mounts if m.waiver is not None}
+
+    def label_of(tool: str) -> str:  # read at call time: the stack is built below
+        return stack.route(tool)[0]
+
+    needs = servers.needs_consent(label_of, waivers) if waivers else None
+    stack = Orchestrator(
+        namespace=config.namespace,
+        on_unknown="fail",
+        consent=partial(ask_consent, ctx.manager, needs=needs),
+        audit=partial(audit_call, ctx.manager),
+        call_timeout=config.call_timeout,
+        prompts=config.prompts,
+        text_formats=formats,
+    )
+    return stack
+
+
 _STARTS = 16
 """Isolated drivers started at once, at most (each start waits on its child's process)."""
 
-_Mounted = tuple[LoadRecord, object, "tuple[Tool, ...] | None"]
-"""A mount's record, and its driver and tools when it mounted."""
 
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Starting:
     """An isolated driver whose child is starting: what its record needs once it has."""
 
@@ -218,8 +239,8 @@ class _Starting:
     driver: IsolatedDriver
     tools: Future[tuple[Tool, ...]]
     began: float
-    timings: dict[str, float]
-    notes: list[str]
+    timings: Mapping[str, float]
+    notes: tuple[str, ...]
 
 
 def _mount(
@@ -228,9 +249,8 @@ def _mount(
     found: Discovery,
     labels: tuple[str, ...],
     starts: Executor,
-) -> _Mounted | _Starting:
-    """Run the stages for one mount: its record, and the driver and tools when mounted; an
-    isolated driver's child is started on ``starts``, and :func:`_started` waits for it."""
+) -> Mounted | _Starting:
+    """One mount: left out (an invalid label, skipped), or through its stages."""
     candidates = found.get(plan.driver) if plan.driver is not None else ()
     candidate = candidates[0] if len(candidates) == 1 else None
     record = LoadRecord(
@@ -245,27 +265,66 @@ def _mount(
     )
     if not is_valid_label(plan.label):
         message = f"the label {plan.label!r} is not {LABEL_RULE}"
-        return replace(record, reason="invalid-label", message=message), None, None
+        return Mounted(replace(record, reason="invalid-label", message=message))
     skipped = skip_reason(ctx.config, labels, plan, candidate)
     if skipped is not None:
-        skip = replace(record, status="skipped", reason=skipped[0], message=skipped[1])
-        return skip, None, None
+        return Mounted(replace(record, status="skipped", reason=skipped[0], message=skipped[1]))
+    return _staged(ctx, plan, record, candidates, found, starts)
+
+
+def _staged(
+    ctx: stages.Context,
+    plan: Plan,
+    record: LoadRecord,
+    candidates: tuple[Candidate, ...],
+    found: Discovery,
+    starts: Executor,
+) -> Mounted | _Starting:
+    """Run the stages of one mount in order, timing each: verified, compatible, its
+    dependencies admitted, imported (or its isolated child started on ``starts``, which
+    :func:`_started` waits for), made, checked, started, healthy and listed. Its record, and
+    the driver and tools when it mounts; a refusal or error ends it there, never the load."""
     timings: dict[str, float] = {}
     notes: list[str] = []
     mark = ctx.gate.mark()
-    own = candidate.distribution if candidate is not None else ""
+    own = candidates[0].distribution if len(candidates) == 1 else ""
     try:
-        obj, verification = _obtain(ctx, plan, candidates, found, timings, notes)
-        if verification is not None:
+        obj: object = plan.obj
+        verification: Verification | None = None
+        if obj is None:
+            candidate = _only_candidate(plan, candidates)
+            with _timed(timings, "verify"):
+                verification = stages.verify(_for_mount(ctx, plan), candidate, found)
             record = replace(record, verification=verification.status, trust=verification.trust)
-        if isolating.is_isolated(obj):
-            notes += stages.gate_findings(ctx, mark, own)[0]
-            began = time.perf_counter()
-            starting = starts.submit(isolating.start_isolated, obj)
-            return _Starting(record, obj, starting, began, timings, notes)
-        driver, tools, health = _activate(
-            ctx, plan, obj, record.version, verification, timings, notes
-        )
+            notes += verification.warnings
+            with _timed(timings, "compatibility"):
+                stages.check_compatibility(ctx, plan.label, candidate)
+            with _timed(timings, "dependencies"):
+                notes += stages.admit_dependencies(ctx, candidate, verification)
+            if isolating.runs_isolated(ctx, plan, verification):
+                driver = isolating.isolated_driver(ctx.config, ctx.paths, plan, verification)
+                notes += stages.gate_findings(ctx, mark, own)[0]
+                starting = starts.submit(isolating.start_isolated, driver)
+                return _Starting(
+                    record, driver, starting, time.perf_counter(), timings, tuple(notes)
+                )
+            with _timed(timings, "import"):
+                obj = stages.import_verified(verification)
+        timeout = plan.settings.timeout or ctx.config.timeout
+        with _timed(timings, "instantiate"):
+            made = stages.instantiate(obj, plan.settings, timeout)
+        with _timed(timings, "meta"):
+            meta, meta_notes = stages.check_meta(ctx, plan, made, record.version, verification)
+        notes += meta_notes
+        if plan.settings.autostart:
+            with _timed(timings, "autostart"):
+                stages.autostart(made, plan.settings, timeout)
+        health = None
+        if ctx.config.healthcheck and "healthcheck" in meta.capabilities:
+            with _timed(timings, "healthcheck"):
+                health = stages.probe_health(made, timeout)
+        with _timed(timings, "list_tools"):
+            tools = stages.list_tools(made, meta, timeout, health)
         if verification is not None:
             gate_notes, refused = stages.gate_findings(ctx, mark, own)
             notes += gate_notes
@@ -277,32 +336,36 @@ def _mount(
         return _refused(record, refusal, timings, notes)
     except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
         return _failed(record, exc, timings, notes)
-    return _mounted(record, driver, tools, timings, notes, health)
+    return _mounted(record, made, tools, timings, notes, health)
 
 
-def _started(starting: _Starting) -> _Mounted:
+def _started(starting: _Starting) -> Mounted:
     """Wait for the isolated driver's child to start and list its tools: the mount."""
-    record, timings, notes = starting.record, starting.timings, starting.notes
+    record, notes, driver = starting.record, starting.notes, starting.driver
     try:
         tools = starting.tools.result()
     except Refused as refusal:
-        return _refused(record, refusal, timings, notes)
+        return _refused(record, refusal, _start_timed(starting), notes)
     except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
-        starting.driver.close()
-        return _failed(record, exc, timings, notes)
-    finally:
-        timings["start"] = time.perf_counter() - starting.began
-    return _mounted(record, starting.driver, tools, timings, notes, starting.driver.health)
+        driver.close()
+        return _failed(record, exc, _start_timed(starting), notes)
+    mounted = _mounted(record, driver, tools, _start_timed(starting), notes, driver.health)
+    return replace(mounted, process=driver)
+
+
+def _start_timed(starting: _Starting) -> dict[str, float]:
+    """The isolated driver's timings, with its child's whole start as ``start``."""
+    return {**starting.timings, "start": time.perf_counter() - starting.began}
 
 
 def _mounted(
     record: LoadRecord,
     driver: object,
     tools: tuple[Tool, ...] | None,
-    timings: dict[str, float],
-    notes: list[str],
+    timings: Mapping[str, float],
+    notes: Sequence[str],
     health: Any,
-) -> _Mounted:
+) -> Mounted:
     message = f"{len(tools)} tools" if tools is not None else "chained as a standalone driver"
     mounted = replace(
         record,
@@ -310,18 +373,17 @@ def _mounted(
         reason="mounted",
         message=message,
         tools=tuple(t.name for t in tools or ()),
-        timings=timings,
+        timings=dict(timings),
         warnings=tuple(dict.fromkeys(notes)),
         health=health,
         isolation="process" if isolating.is_isolated(driver) else None,
     )
-    return mounted, driver, tools
+    return Mounted(mounted, driver, tools)
 
 
 def _refused(
-    record: LoadRecord, refusal: Refused, timings: dict[str, float], notes: list[str]
-) -> _Mounted:
-    notes = [*notes, *refusal.notes]
+    record: LoadRecord, refusal: Refused, timings: Mapping[str, float], notes: Sequence[str]
+) -> Mounted:
     if refusal.verification is not None:
         verified = refusal.verification
         record = replace(record, verification=verified.status, trust=verified.trust)
@@ -330,55 +392,25 @@ def _refused(
         status=refusal.status,
         reason=refusal.reason,
         message=refusal.message,
-        timings=timings,
+        timings=dict(timings),
         traceback=refusal.trace,
-        warnings=tuple(dict.fromkeys(notes)),
+        warnings=tuple(dict.fromkeys([*notes, *refusal.notes])),
     )
-    return refused, None, None
+    return Mounted(refused)
 
 
 def _failed(
-    record: LoadRecord, exc: BaseException, timings: dict[str, float], notes: list[str]
-) -> _Mounted:
+    record: LoadRecord, exc: BaseException, timings: Mapping[str, float], notes: Sequence[str]
+) -> Mounted:
     failed = replace(
         record,
         reason="host-error",
         message=f"loading it raised {stages.summary(exc)}",
         traceback=stages.trace(exc),
-        timings=timings,
+        timings=dict(timings),
         warnings=tuple(dict.fromkeys(notes)),
     )
-    return failed, None, None
-
-
-def _obtain(
-    ctx: stages.Context,
-    plan: Plan,
-    candidates: tuple[Candidate, ...],
-    found: Discovery,
-    timings: dict[str, float],
-    notes: list[str],
-) -> tuple[object, Verification | None]:
-    """The object to mount: the in-process one, or the installed driver's entry point object
-    once it is verified, compatible, its dependencies admitted, and imported."""
-    if plan.obj is not None:
-        return plan.obj, None
-    candidate = _only_candidate(plan, candidates)
-    with _timed(timings, "verify"):
-        verification = stages.verify(_for_mount(ctx, plan), candidate, found)
-    notes += verification.warnings
-    try:
-        with _timed(timings, "compatibility"):
-            stages.check_compatibility(ctx, plan.label, candidate)
-        with _timed(timings, "dependencies"):
-            notes += stages.admit_dependencies(ctx, candidate, verification)
-        if isolating.isolated(ctx, plan, verification):
-            return isolating.isolate(ctx.config, ctx.paths, plan, verification), verification
-        with _timed(timings, "import"):
-            return stages.import_verified(verification), verification
-    except Refused as refusal:
-        refusal.verification = verification
-        raise
+    return Mounted(failed)
 
 
 def _for_mount(ctx: stages.Context, plan: Plan) -> stages.Context:
@@ -387,35 +419,6 @@ def _for_mount(ctx: stages.Context, plan: Plan) -> stages.Context:
     if not plan.settings.allow_unverified:
         return ctx
     return replace(ctx, policy=replace(ctx.policy, allow_unverified=True))
-
-
-def _activate(
-    ctx: stages.Context,
-    plan: Plan,
-    obj: object,
-    version: str | None,
-    verification: Verification | None,
-    timings: dict[str, float],
-    notes: list[str],
-) -> tuple[object, tuple[Tool, ...] | None, Any]:
-    """The driver made from ``obj`` in this process, checked, started, healthy, and its
-    tools."""
-    timeout = plan.settings.timeout or ctx.config.timeout
-    with _timed(timings, "instantiate"):
-        driver = stages.instantiate(obj, plan.settings, timeout)
-    with _timed(timings, "meta"):
-        meta, meta_notes = stages.check_meta(ctx, plan, driver, version, verification)
-    notes += meta_notes
-    if plan.settings.autostart:
-        with _timed(timings, "autostart"):
-            stages.autostart(driver, plan.settings, timeout)
-    health = None
-    if ctx.config.healthcheck and "healthcheck" in meta.capabilities:
-        with _timed(timings, "healthcheck"):
-            health = stages.probe_health(driver, timeout)
-    with _timed(timings, "list_tools"):
-        tools = stages.list_tools(driver, meta, timeout, health)
-    return driver, tools, health
 
 
 def _only_candidate(plan: Plan, candidates: tuple[Candidate, ...]) -> Candidate:

@@ -1,12 +1,12 @@
 """The isolation stage: a verified driver run by a child host in a process of its own.
 
-:func:`isolated` decides whether a mount is isolated (its registry entry requires it, or its
-settings or the host's say so); :func:`isolate` makes the :class:`IsolatedDriver` in place of
-importing the driver; :func:`start_isolated` starts the child and lists its tools. The child
-gets a configuration with only that mount, the parent's registries and policy, strict, and
-no host plugins: the parent consents and audits each call itself. The bridge (and asyncio,
-which it imports) is imported only when a mount is isolated: a load without isolation does
-not pay for it.
+:func:`runs_isolated` decides whether a mount is isolated (its registry entry requires it,
+or its settings or the host's say so); :func:`isolated_driver` makes the
+:class:`IsolatedDriver` in place of importing the driver; :func:`start_isolated` starts the
+child and lists its tools. The child gets a configuration with only that mount, the
+parent's registries and policy, strict, and no host plugins: the parent consents and audits
+each call itself. The bridge (and asyncio, which it imports) is imported only when a mount
+is isolated: a load without isolation does not pay for it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def is_isolated(obj: object) -> TypeGuard[IsolatedDriver]:
     return bridge is not None and isinstance(obj, bridge.IsolatedDriver)
 
 
-def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
+def runs_isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
     """Whether the mount runs in a process of its own: its registry entry requires it, or its
     settings (else the host's) say so."""
     if _CHILD:
@@ -60,14 +60,14 @@ def isolated(ctx: Context, plan: Plan, verification: Verification) -> bool:
     return (plan.settings.isolation or ctx.config.isolation) == "process"
 
 
-def isolate(
+def isolated_driver(
     config: HostConfig, paths: tuple[str, ...] | None, plan: Plan, verification: Verification
 ) -> IsolatedDriver:
     """The verified driver as an :class:`IsolatedDriver`: a child host, with a configuration
     that mounts only it under the same registries and policy, strictly and without host
     plugins (the parent consents and audits); started when its tools are listed. ``paths``
     is the search path the host was given."""
-    speak_mcp("isolation-unavailable", "it is to run isolated, which needs")
+    require_mcp_extra("isolation-unavailable", "it is to run isolated, which needs")
     from mcs_host.bridge.isolation import IsolatedDriver  # noqa: PLC0415 - only when isolating
 
     registries = config.registries
@@ -123,7 +123,7 @@ def start_isolated(driver: IsolatedDriver) -> tuple[Tool, ...]:
     return tools
 
 
-def speak_mcp(reason: str, why: str) -> None:
+def require_mcp_extra(reason: str, why: str) -> None:
     """Make ready to speak MCP in this process (its SDK counts as the host's from now on), or
     refuse with ``reason``: ``why`` the MCP extra is needed."""
     _origins.grant_extras(("mcp",))
@@ -145,7 +145,8 @@ def live_check(
     plan = Plan(label, label, settings)
     started = time.perf_counter()
     try:
-        driver = isolate(config.model_copy(update={"healthcheck": True}), paths, plan, verification)
+        checking = config.model_copy(update={"healthcheck": True})
+        driver = isolated_driver(checking, paths, plan, verification)
         try:
             tools = start_isolated(driver)
             health = driver.health

@@ -2,7 +2,8 @@
 
 A :class:`Plan` says what to mount under a label; each stage of
 :mod:`mcs_host.loading.stages` takes records and returns one or raises :class:`Refused`;
-:class:`LoadRecord` says what happened to one mount and :class:`LoadReport` to the whole load.
+:class:`LoadRecord` says what happened to one mount, :class:`Mounted` carries it with the
+driver to the orchestrator, and :class:`LoadReport` says what happened to the whole load.
 :class:`VerifyRecord` and :class:`VerifyReport` are what ``verify`` decides without importing.
 """
 
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcs_host._reasons import known_reason
 
 if TYPE_CHECKING:
+    from mcs_host.bridge.client import MCPToolDriver
+    from mcs_host.contract import Tool
     from mcs_host.orchestration.orchestrator import Orchestrator
     from mcs_host.trust.dependencies import DependencyCheck
     from mcs_host.trust.verification import Verification
@@ -78,7 +81,7 @@ class Refused(Exception):  # noqa: N818 - a stage's verdict, turned into a LoadR
         self.notes = notes
         """Warnings the stage gathered before it refused."""
         self.verification = verification
-        """The verification, when the refusal came at or after it."""
+        """The verification that refused (its status and trust label go on the record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,23 @@ class LoadRecord:
     def __post_init__(self) -> None:
         if self.reason:  # empty only while the host is still deciding
             known_reason(self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Mounted:
+    """One mount as its stages left it, before the orchestrator takes it (every kind: in
+    process, isolated, MCP server). Internal to the host: the report keeps only the record."""
+
+    record: LoadRecord
+    driver: object = None
+    """The driver, when the record says ``mounted``."""
+    tools: tuple[Tool, ...] | None = None
+    """Its valid tools; ``None`` for a standalone driver."""
+    process: MCPToolDriver | None = None
+    """The driver again when the host started its process (an isolated driver, an MCP
+    server): the host ends it when it does not mount or the load fails."""
+    waiver: str | None = None
+    """Each call to it needs a consent plugin's approval; this says what would waive that."""
 
 
 @dataclass(frozen=True, slots=True)

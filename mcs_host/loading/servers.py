@@ -27,10 +27,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcs_host.contract import Tool
 from mcs_host.discovery import normalize_name, parse_entry_points
 from mcs_host.interfaces import ToolError
 from mcs_host.orchestration.calls import ToolCall
@@ -46,19 +44,16 @@ from mcs_host.trust.registry import MCPServerEntry, TrustIndex, default_registry
 from mcs_host.trust.verification import TrustPolicy
 
 from .config import HostConfig, MCPServerSettings
-from .isolating import speak_mcp
+from .isolating import require_mcp_extra
 from .planning import ruled_out
-from .plugins import Approval, ask_consent
-from .records import LoadRecord, Progress, Refused, ServerCheck
+from .plugins import Approval
+from .records import LoadRecord, Mounted, Progress, Refused, ServerCheck
 from .stages import Context, valid_tools
 
 if TYPE_CHECKING:
     from mcs_host.bridge.client import MCPToolDriver
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
-
-_NONE = (None, None, None)
-"""What :func:`mount_server` adds to the record of a server that did not mount."""
 
 
 def check_server(
@@ -131,46 +126,29 @@ def check_server(
 
 
 def mount_servers(
-    ctx: Context,
-    orchestrator: Orchestrator,
-    labels: tuple[str, ...],
-    records: list[LoadRecord],
-    owned: list[MCPToolDriver],
-    progress: Progress | None,
-) -> None:
-    """Mount the configured MCP servers, each call to those that need consent asking for it
-    (records and drivers added to ``records`` and ``owned``)."""
-    asking: dict[str, str] = {}
+    ctx: Context, labels: tuple[str, ...], taken: Sequence[str], progress: Progress | None
+) -> tuple[Mounted, ...]:
+    """Check, start and list each configured MCP server, none of whose labels may be
+    ``taken`` already (by the drivers' mounts): one :class:`Mounted` each."""
+    mounts: list[Mounted] = []
     for label, server in sorted(ctx.config.mcp_servers.items()):
+        done = len(taken) + len(mounts)
         if progress is not None:
-            progress(len(records), len(records) + 1, f"connecting to the MCP server {label}")
-        taken = {r.label for r in records}
-        record, mcp, tools, waiver = mount_server(ctx, label, server, labels, taken)
-        if mcp is not None:
-            record = attach(orchestrator, record, mcp, tools)
-            if record.status != "mounted":
-                mcp.close()
-            else:
-                owned.append(mcp)
-                if waiver is not None:
-                    asking[label] = waiver
-        records.append(record)
-    if asking:
-        needs = needs_consent(orchestrator, asking)
-        orchestrator.consent = partial(ask_consent, ctx.manager, needs=needs)
+            progress(done, done + 1, f"connecting to the MCP server {label}")
+        used = {*taken, *(m.record.label for m in mounts)}
+        mounts.append(mount_server(ctx, label, server, labels, used))
+    return tuple(mounts)
 
 
-def attach(
-    stack: Orchestrator, record: LoadRecord, driver: object, tools: tuple[Tool, ...] | None
-) -> LoadRecord:
-    """Mount a driver or server whose load succeeded (``record``) on ``stack``: the record as
-    it is, or failed with ``invalid-tools`` when the stack refuses the tools (a name listed
-    twice, a schema that cannot be checked). Drivers and MCP servers both mount through it."""
+def attach(stack: Orchestrator, mount: Mounted) -> LoadRecord:
+    """Put a mount whose stages succeeded on ``stack``: its record as it is, or failed with
+    ``invalid-tools`` when the stack refuses the tools (a name listed twice, a schema that
+    cannot be checked). Drivers and MCP servers all mount through it."""
     try:
-        stack.mount(record.label, driver, tools)
+        stack.mount(mount.record.label, mount.driver, mount.tools)
     except (ValueError, TypeError) as exc:
-        return replace(record, status="failed", reason="invalid-tools", message=str(exc))
-    return record
+        return replace(mount.record, status="failed", reason="invalid-tools", message=str(exc))
+    return mount.record
 
 
 def mount_server(
@@ -179,20 +157,19 @@ def mount_server(
     settings: MCPServerSettings,
     labels: Sequence[str],
     taken: Iterable[str],
-) -> tuple[LoadRecord, MCPToolDriver | None, tuple[Tool, ...] | None, str | None]:
+) -> Mounted:
     """Check the server, start it (connect) and list its tools: its record, and when it
     mounted the driver, its tools and, when each call needs consent, what would waive it."""
     record = LoadRecord(label, "failed", "", "", kind="mcp")
     skipped = skip_reason(ctx.config, label, settings, labels)
     if skipped is not None:
-        return replace(record, status="skipped", reason=skipped[0], message=skipped[1]), *_NONE
+        return Mounted(replace(record, status="skipped", reason=skipped[0], message=skipped[1]))
     if label in taken:
         message = f"the label {label!r} is already used by a driver"
-        return replace(record, reason="label-taken", message=message), *_NONE
-    timings: dict[str, float] = {}
+        return Mounted(replace(record, reason="label-taken", message=message))
     started = time.perf_counter()
     check = check_server(ctx.config, ctx.index, label, settings, ctx.search)
-    timings["verify"] = time.perf_counter() - started
+    checked = time.perf_counter() - started
     record = replace(
         record,
         distribution=check.distribution,
@@ -200,30 +177,29 @@ def mount_server(
         verification=check.status,
         trust=check.trust,
         isolation="remote" if check.transport == "http" else "process",
-        timings=timings,
+        timings={"verify": checked},
         warnings=tuple(f"UNVERIFIED CODE runs: {u}" for u in check.unverified),
     )
     if not check.allowed:
-        status: Literal["failed", "rejected"] = "rejected"
-        if check.status == "missing":
-            status = "failed"
-        return replace(record, status=status, reason=check.reason, message=check.message), *_NONE
+        missing = check.status == "missing"
+        status: Literal["failed", "rejected"] = "failed" if missing else "rejected"
+        return Mounted(replace(record, status=status, reason=check.reason, message=check.message))
     try:
         driver = server_driver(check, settings, ctx.config, ctx.paths)
     except Refused as refusal:
-        return replace(record, reason=refusal.reason, message=refusal.message), *_NONE
+        return Mounted(replace(record, reason=refusal.reason, message=refusal.message))
     started = time.perf_counter()
     try:
         tools = valid_tools(driver.list_tools())
     except (ToolError, Refused) as exc:
         driver.close()
         reason = exc.reason if isinstance(exc, Refused) else "server-start"
-        return replace(record, reason=reason, message=str(exc)), *_NONE
-    finally:
-        timings["start"] = time.perf_counter() - started
+        record = replace(record, reason=reason, message=str(exc))
+        return Mounted(_timed_start(record, started))
+    record = _timed_start(record, started)
     if not tools:
         driver.close()
-        return replace(record, reason="no-tools", message="it serves no tools"), *_NONE
+        return Mounted(replace(record, reason="no-tools", message="it serves no tools"))
     consent = "each call needs consent" if check.consent else "calls need no consent"
     mounted = replace(
         record,
@@ -232,22 +208,24 @@ def mount_server(
         message=f"{len(tools)} tools from {check.target} ({consent})",
         tools=tuple(t.name for t in tools),
     )
-    if not check.consent:
-        return mounted, driver, tools, None
-    if check.trust is not None:  # vouched for by a registry entry, which alone may waive it
-        return mounted, driver, tools, 'unless its registry entry says "consent": false'
-    return mounted, driver, tools, f"or set consent = false in [mcp_servers.{label}]"
+    waiver = None
+    if check.consent and check.trust is not None:  # a registry entry alone may waive it
+        waiver = 'unless its registry entry says "consent": false'
+    elif check.consent:
+        waiver = f"or set consent = false in [mcp_servers.{label}]"
+    return Mounted(mounted, driver, tools, driver, waiver)
 
 
 def needs_consent(
-    stack: Orchestrator, waivers: Mapping[str, str]
+    route: Callable[[str], str], waivers: Mapping[str, str]
 ) -> Callable[[ToolCall], Approval | None]:
-    """For a call: the approval it needs from a consent plugin (it goes to a server of
-    ``waivers``, which says for each what would waive it), or ``None``."""
+    """For a call: the approval it needs from a consent plugin (``route`` names the label
+    its tool is mounted under, one of ``waivers``, which says for each what would waive
+    it), or ``None``."""
 
     def needs(call: ToolCall) -> Approval | None:
         try:
-            label, _ = stack.route(call.name)
+            label = route(call.name)
         except LookupError:
             return None
         if label not in waivers:
@@ -281,7 +259,7 @@ def server_driver(
 ) -> MCPToolDriver:
     """The :class:`MCPToolDriver` for an allowed server (not connected yet); ``paths`` is the
     search path the host was given (``None``: the interpreter's)."""
-    speak_mcp("mcp-unavailable", "mounting an MCP server needs")
+    require_mcp_extra("mcp-unavailable", "mounting an MCP server needs")
     from mcs_host.bridge.client import MCPToolDriver  # noqa: PLC0415 - only when mounting one
 
     timeout = settings.call_timeout or config.call_timeout or 60.0
@@ -457,6 +435,11 @@ def _fix(label: str) -> str:
 
 def _refused(label: str, reason: str, message: str) -> ServerCheck:
     return ServerCheck(label, "stdio", "", "rejected", reason, message, False, True)
+
+
+def _timed_start(record: LoadRecord, started: float) -> LoadRecord:
+    """``record`` with the seconds since ``started`` as its ``start`` timing."""
+    return replace(record, timings={**record.timings, "start": time.perf_counter() - started})
 
 
 def _with(base: ServerCheck, **changes: Any) -> ServerCheck:
