@@ -19,6 +19,8 @@ from .interfaces import (
     is_tool_driver as is_tool_driver,
     progress_to as progress_to,
     report_progress as report_progress,
+    supports_autostart as supports_autostart,
+    supports_healthcheck as supports_healthcheck,
     MANIFEST_FILE as MANIFEST_FILE,
     MCSDriver as MCSDriver,
     MCSToolDriver as MCSToolDriver,

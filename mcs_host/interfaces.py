@@ -40,6 +40,8 @@ __all__ = [
     "is_tool_driver",
     "progress_to",
     "report_progress",
+    "supports_autostart",
+    "supports_healthcheck",
 ]
 
 CONTRACT_VERSION = "0.6"
@@ -206,6 +208,18 @@ def implemented_capabilities(driver: object) -> frozenset[str]:
         if isinstance(driver, mixin)
         or all(callable(getattr(driver, method, None)) for method in _CAPABILITY_METHODS[name])
     )
+
+
+def supports_autostart(driver: object) -> TypeGuard[SupportsAutostart]:
+    """Whether ``driver`` implements :class:`SupportsAutostart`, by subclass or by its
+    methods: then ``autostart`` may be called as the mixin declares it."""
+    return "autostart" in implemented_capabilities(driver)
+
+
+def supports_healthcheck(driver: object) -> TypeGuard[SupportsHealthcheck]:
+    """Whether ``driver`` implements :class:`SupportsHealthcheck`, by subclass or by its
+    methods: then ``healthcheck`` may be called as the mixin declares it."""
+    return "healthcheck" in implemented_capabilities(driver)
 
 
 # -- progress: what a long call says while it works ------------------------------------------

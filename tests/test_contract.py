@@ -34,6 +34,8 @@ from mcs_host import (
     UnknownToolError,
     implemented_capabilities,
     is_semver,
+    supports_autostart,
+    supports_healthcheck,
 )
 
 META = DriverMeta(
@@ -211,6 +213,30 @@ def test_implemented_capabilities_by_subclass_and_by_methods() -> None:
     assert implemented_capabilities(Healthy()) == {"healthcheck"}
     assert implemented_capabilities(Signals()) == {"tcs"}
     assert implemented_capabilities(object()) == frozenset()
+
+
+class _Healthy(SupportsHealthcheck):
+    def healthcheck(self) -> dict[str, Any]:
+        return {"status": "OK"}
+
+
+def test_capability_guards_answer_as_implemented_capabilities() -> None:
+    class Starts:  # no subclassing: the method is enough
+        def autostart(self, kwargs: dict[str, Any]) -> None:
+            self.started = kwargs
+
+    class NotCallable:
+        autostart = "yes"
+        healthcheck = None
+
+    starts = Starts()
+    assert supports_autostart(starts)
+    starts.autostart({"port": 1})  # what the guard promises may be called
+    assert starts.started == {"port": 1}
+    assert not supports_healthcheck(starts)
+    assert not supports_autostart(NotCallable())
+    assert not supports_healthcheck(NotCallable())
+    assert supports_healthcheck(_Healthy())
 
 
 def test_tool_errors_name_tool_and_argument() -> None:

@@ -24,6 +24,8 @@ from pydantic import ValidationError
 from mcs_host.contract import DriverManifest, DriverMeta, DriverResponse, Tool
 from mcs_host.interfaces import (
     MANIFEST_FILE,
+    StandaloneDriverLike,
+    ToolDriverLike,
     ToolError,
     UnknownToolError,
     is_standalone_driver,
@@ -57,7 +59,7 @@ class ConformanceResult:
 
 
 def check_driver(
-    driver: Any, settings: Mapping[str, Any] | None = None
+    driver: object, settings: Mapping[str, Any] | None = None
 ) -> tuple[ConformanceResult, ...]:
     """Check ``driver`` (an instance, a class or a factory; ``settings`` are its constructor's
     keywords). Errors first."""
@@ -74,7 +76,7 @@ def check_driver(
     meta = _meta(instance, driver, out)
     if is_tool_driver(instance):
         _tools(instance, out)
-    else:
+    elif is_standalone_driver(instance):
         _standalone(instance, out)
     if meta is not None:
         for problem in capability_problems(instance, meta, ()):
@@ -83,11 +85,11 @@ def check_driver(
     return tuple(sorted(out, key=lambda r: order[r.level]))
 
 
-def _is_driver(obj: Any) -> bool:
+def _is_driver(obj: object) -> bool:
     return is_tool_driver(obj) or is_standalone_driver(obj)
 
 
-def _meta(instance: Any, declared: Any, out: list[ConformanceResult]) -> DriverMeta | None:
+def _meta(instance: object, declared: object, out: list[ConformanceResult]) -> DriverMeta | None:
     try:
         meta = DriverMeta.coerce(getattr(instance, "meta", None) or {})
     except (ValueError, ValidationError) as exc:
@@ -152,7 +154,7 @@ def _named(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _tools(driver: Any, out: list[ConformanceResult]) -> None:
+def _tools(driver: ToolDriverLike, out: list[ConformanceResult]) -> None:
     try:
         listed = list(driver.list_tools())
     except (Exception, SystemExit) as exc:
@@ -221,7 +223,7 @@ def _tool(tool: Tool, out: list[ConformanceResult]) -> None:
             )
 
 
-def _errors(driver: Any, tools: list[Tool], out: list[ConformanceResult]) -> None:
+def _errors(driver: ToolDriverLike, tools: list[Tool], out: list[ConformanceResult]) -> None:
     """An unknown tool and a missing required argument must raise."""
     unknown = "no-such-tool-" + "x" * 8
     try:
@@ -272,7 +274,7 @@ def _errors(driver: Any, tools: list[Tool], out: list[ConformanceResult]) -> Non
         )
 
 
-def _sample_call(driver: Any, tool: Tool, out: list[ConformanceResult]) -> None:
+def _sample_call(driver: ToolDriverLike, tool: Tool, out: list[ConformanceResult]) -> None:
     """Call the tool with arguments made from its schema; a result must be JSON."""
     arguments = {}
     for parameter in tool.parameters:
@@ -319,7 +321,7 @@ def _sample_call(driver: Any, tool: Tool, out: list[ConformanceResult]) -> None:
         )
 
 
-def _standalone(driver: Any, out: list[ConformanceResult]) -> None:
+def _standalone(driver: StandaloneDriverLike, out: list[ConformanceResult]) -> None:
     for method in ("get_function_description", "get_driver_system_message"):
         try:
             if not isinstance(getattr(driver, method)(None), str):

@@ -30,7 +30,12 @@ from mcs_host._bounded import Hung, call_bounded
 from mcs_host._version import __version__
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.discovery import Candidate, Discovery
-from mcs_host.interfaces import implemented_capabilities, is_standalone_driver, is_tool_driver
+from mcs_host.interfaces import (
+    is_standalone_driver,
+    is_tool_driver,
+    supports_autostart,
+    supports_healthcheck,
+)
 from mcs_host.trust import _origins
 from mcs_host.trust._gate import VerifiedImporter, gate
 from mcs_host.trust.dependencies import DependencyCheck, check_dependencies, judge_dependencies
@@ -151,7 +156,7 @@ def admit_dependencies(
     judged = judge_dependencies(checks, ctx.policy, refuse_unverified=ctx.refuse_unverified)
     if judged.refusal is not None:
         status, reason, message = judged.refusal
-        raise Refused(status, reason, message)  # type: ignore[arg-type]
+        raise Refused(status, reason, message)
     admit_checked(ctx.gate, checks, judged.unverified, candidate.distribution)
     return tuple(judged.notes)
 
@@ -244,19 +249,24 @@ def check_meta(
 
 def autostart(driver: object, settings: DriverSettings, timeout: float) -> None:
     """Run the driver's ``autostart`` with its autostart settings."""
-    if "autostart" not in implemented_capabilities(driver):
+    if not supports_autostart(driver):
         raise Refused(
             "failed",
             "autostart-unsupported",
             "autostart is configured but the driver has no autostart()",
         )
-    start = driver.autostart  # type: ignore[attr-defined]
-    bounded(partial(start, dict(settings.autostart_settings)), timeout, "autostart")
+    bounded(partial(driver.autostart, dict(settings.autostart_settings)), timeout, "autostart")
 
 
 def probe_health(driver: object, timeout: float) -> Mapping[str, Any] | Any:
     """The driver's healthcheck result; anything but status OK fails the mount."""
-    health = bounded(driver.healthcheck, timeout, "healthcheck")  # type: ignore[attr-defined]
+    if not supports_healthcheck(driver):  # check_meta refuses it first
+        raise Refused(
+            "rejected",
+            "false-capability",
+            "declares the capability 'healthcheck' but has no healthcheck()",
+        )
+    health = bounded(driver.healthcheck, timeout, "healthcheck")
     status = health.get("status") if isinstance(health, Mapping) else None
     if str(getattr(status, "value", status)).upper() != "OK":
         raise Refused("failed", "unhealthy", f"healthcheck returned {health!r}")
@@ -365,10 +375,10 @@ def _no_tools(driver: object, meta: DriverMeta, timeout: float, health: Any) -> 
     """Why a ToolDriver listed no tools, as far as its healthcheck (``health``, when it ran
     already) can tell."""
     message = f"{type(getattr(driver, 'inner', driver)).__qualname__} lists no tools"
-    if "healthcheck" in meta.capabilities:
+    if "healthcheck" in meta.capabilities and supports_healthcheck(driver):
         if health is None:
             try:
-                health = bounded(driver.healthcheck, timeout, "healthcheck")  # type: ignore[attr-defined]
+                health = bounded(driver.healthcheck, timeout, "healthcheck")
             except Refused as refused:
                 health = refused.message
         message += f"; its healthcheck says {health!r}"

@@ -240,7 +240,7 @@ def _with(
 class DependencyJudgment:
     """What the trust policy makes of a driver's dependency checks."""
 
-    refusal: tuple[str, str, str] | None
+    refusal: tuple[Literal["failed", "rejected"], str, str] | None
     """``(status, reason, message)`` when the driver may not be loaded: ``failed`` for a
     missing dependency, ``rejected`` for one refused."""
     unverified: tuple[DependencyCheck, ...]
