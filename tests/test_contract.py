@@ -230,8 +230,8 @@ def test_capability_guards_answer_as_implemented_capabilities() -> None:
         healthcheck = None
 
     starts = Starts()
-    assert supports_autostart(starts)
-    starts.autostart({"port": 1})  # what the guard promises may be called
+    if supports_autostart(starts):  # what the guard promises may be called
+        starts.autostart({"port": 1})
     assert starts.started == {"port": 1}
     assert not supports_healthcheck(starts)
     assert not supports_autostart(NotCallable())

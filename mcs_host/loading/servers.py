@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mcs_host.discovery import normalize_name, parse_entry_points
 from mcs_host.interfaces import ToolError
-from mcs_host.orchestration.calls import ToolCall
-from mcs_host.orchestration.orchestrator import Orchestrator
 from mcs_host.trust import _origins
 from mcs_host.trust.dependencies import (
     DependencyCheck,
@@ -52,6 +50,8 @@ from .stages import Context, valid_tools
 
 if TYPE_CHECKING:
     from mcs_host.bridge.client import MCPToolDriver
+    from mcs_host.orchestration.calls import ToolCall
+    from mcs_host.orchestration.orchestrator import Orchestrator
 
 __all__: list[str] = []  # a stage of mcs_host.loading.host; nothing public
 
