@@ -516,3 +516,135 @@ def test_summarize_column_of_a_60_mb_csv_runs_in_memory_that_does_not_grow_with_
     # ten times the file, the same memory: within 16 MiB, far below the 60 MB read
     assert large_peak - small_peak < 16 * 1024, (small_peak, large_peak)
     ran(scene)
+
+
+# -- the shared options: each command takes its own, and each reaches the configuration ---------
+
+LOADING = (
+    *("--config", "--registry", "--registry-key", "--threshold", "--allow-unverified"),
+    *("--allow-extensions", "--strict", "--healthcheck", "--set", "--path", "--isolate"),
+)
+SHARED = {  # each command that reads a configuration: its shared options (docs/reference/cli.md)
+    "list": ("--path", "--config", "--registry", "--registry-key", "--threshold"),
+    "verify": (
+        *("--path", "--config", "--registry", "--registry-key", "--threshold"),
+        *("--allow-unverified", "--allow-extensions"),
+    ),
+    "load": LOADING,
+    "serve": LOADING,
+    "call": tuple(option for option in LOADING if option != "--healthcheck"),
+    "run": tuple(option for option in LOADING if option != "--healthcheck"),
+    "tools": tuple(option for option in LOADING if option != "--healthcheck"),
+    "lock": ("--config", "--path"),
+}
+COMMAND_LINE = {  # what each needs besides, to reach its configuration
+    "call": ["call", "ping"],
+    "run": ["run", "an answer"],
+    "lock": ["lock", "--server", "remote"],  # the MCP server to pin, as a configuration names it
+}
+NOTHING_GIVEN: dict[str, Any] = {
+    "config": None,
+    "registries": None,
+    "registry_keys": None,
+    "registry_threshold": None,
+    "trust": {},
+    "strict": None,
+    "healthcheck": None,
+    "isolation": None,
+}
+"""What the configuration is given when no shared option is."""
+
+
+class _ReadError(Exception):
+    """The configuration was read: the command goes no further."""
+
+
+@pytest.mark.parametrize("command", sorted(SHARED))
+def test_each_command_takes_exactly_its_shared_options_and_each_reaches_the_configuration(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each shared option a command documents is what its configuration is read with, and
+    only that (booleans given the way that is not their default); any other is a usage
+    error (in process: the configuration's reader stands in, and ends the command)."""
+    from typer.testing import CliRunner
+
+    from mcs_host.cli.app import build
+    from mcs_host.loading import config as config_module
+
+    registry, missing = tmp_path / "registry.json", tmp_path / "missing"
+    registry.write_text("{}")
+    words = {
+        "--config": ["--config", str(tmp_path / "c.toml")],
+        "--registry": ["--registry", str(registry)],
+        "--registry-key": ["--registry-key", "ed25519:AAAA"],
+        "--threshold": ["--threshold", "2"],
+        "--allow-unverified": ["--allow-unverified"],
+        "--allow-extensions": ["--no-allow-extensions"],
+        "--strict": ["--strict"],
+        "--healthcheck": ["--no-healthcheck"],
+        "--set": ["--set", "a.key=1"],
+        "--path": ["--path", str(missing)],
+        "--isolate": ["--isolate"],
+    }
+    read_with: dict[str, dict[str, Any]] = {
+        "--config": {"config": tmp_path / "c.toml"},
+        "--registry": {"registries": [str(registry)]},
+        "--registry-key": {"registry_keys": ["ed25519:AAAA"]},
+        "--threshold": {"registry_threshold": 2},
+        "--allow-unverified": {"trust": {"allow_unverified": True}},
+        "--allow-extensions": {"trust": {"allow_extensions": False}},
+        "--strict": {"strict": True},
+        "--healthcheck": {"healthcheck": False},
+        "--set": {},  # applied after: a driver's setting
+        "--isolate": {"isolation": "process"},
+    }
+    assert set(words) == set(LOADING)
+    read: list[dict[str, Any]] = []
+    overridden: list[dict[str, Any]] = []
+    answer: list[Any] = []  # what the reader returns (to read on, to --set); else it ends
+
+    def load_config(path: Path | None = None, **overrides: Any) -> Any:
+        read.append({"config": path, **overrides})
+        if answer:
+            return answer[0]
+        raise _ReadError
+
+    def override_config(config: Any, **overrides: Any) -> Any:
+        overridden.append(overrides)
+        raise _ReadError
+
+    monkeypatch.setattr(config_module, "load_config", load_config)
+    monkeypatch.setattr(config_module, "override_config", override_config)
+    start = COMMAND_LINE.get(command, [command])
+    if command == "lock":
+        start = [*start, "--registry", str(tmp_path / "pins.json")]  # its own: what it writes
+
+    def run(*args: str) -> Any:
+        read.clear()
+        overridden.clear()
+        return CliRunner().invoke(build(command), [*start, *args])
+
+    done = run()
+    assert isinstance(done.exception, _ReadError), done.output
+    assert read == [NOTHING_GIVEN]
+    for option in LOADING:
+        if command == "lock" and option == "--registry":
+            continue  # its own: the file it writes
+        if option == "--set":
+            answer.append(config_module.HostConfig.model_validate({"drivers": {"a": {}}}))
+        done = run(*words[option])
+        answer.clear()
+        if option not in SHARED[command]:
+            assert done.exit_code == 2, (option, done.output)
+            assert f"No such option: {words[option][0]}" in done.output
+            assert read == []
+        elif option == "--path":
+            assert done.exit_code == 2, done.output
+            assert f"--path {missing}: no such directory" in done.output
+            assert read == []
+        else:
+            assert isinstance(done.exception, _ReadError), (option, done.output)
+            assert read == [NOTHING_GIVEN | read_with[option]], option
+            if option == "--set":
+                (applied,) = overridden
+                assert applied["drivers"]["a"]["settings"] == {"key": 1}

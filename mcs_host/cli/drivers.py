@@ -24,24 +24,18 @@ from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
 from .documents import CallDocument, schema_urn
 from .options import (
-    AllowExtensionsOption,
-    AllowUnverifiedOption,
+    CALL_OPTIONS,
+    LOAD_OPTIONS,
+    REGISTRY_OPTIONS,
+    TRUST_OPTIONS,
     ApproveOption,
-    ConfigOption,
-    HealthcheckOption,
-    IsolateOption,
+    HostOptions,
     JsonOption,
     LabelOption,
     LabelsArgument,
-    RegistryKeyOption,
-    RegistryOption,
-    SearchPathOption,
-    SetOption,
-    StrictOption,
-    ThresholdOption,
     VerboseOption,
-    config_from_options,
     fail,
+    host_options,
 )
 from .render import (
     fix_lines,
@@ -61,9 +55,11 @@ if TYPE_CHECKING:
     from mcs_host.orchestration.orchestrator import Orchestrator
 
 
+@host_options("path", "no_verify", *REGISTRY_OPTIONS)
 def list_drivers(
     as_json: JsonOption = False,
-    path: SearchPathOption = None,
+    *,
+    options: HostOptions,
     no_verify: Annotated[
         bool,
         typer.Option(
@@ -71,13 +67,10 @@ def list_drivers(
             help="Read metadata only: no registry, no digest (the fastest answer).",
         ),
     ] = False,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
 ) -> None:
     """List the installed drivers and host plugins, and what verification decides for each,
     without importing any of them. Exits 0 whatever it finds."""
+    path = options.path
     for directory in path or ():
         if not directory.is_dir():
             fail(f"--path {directory}: no such directory")
@@ -88,9 +81,7 @@ def list_drivers(
         from mcs_host.loading.config import ConfigError
         from mcs_host.loading.verify import verify_installed
 
-        settings = config_from_options(
-            config, registry, registry_key, threshold, None, None, path=path
-        )
+        settings = options.host_config()
         search = [os.fspath(p) for p in path] if path else None
         try:
             with Progress(not as_json) as progress:
@@ -134,16 +125,12 @@ def list_drivers(
     typer.echo(text, color=colour)
 
 
+@host_options("path", *TRUST_OPTIONS)
 def verify_drivers(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
-    path: SearchPathOption = None,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
+    *,
+    options: HostOptions,
     live: Annotated[
         bool,
         typer.Option(
@@ -162,10 +149,8 @@ def verify_drivers(
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.verify import verify_installed
 
-    settings = config_from_options(
-        config, registry, registry_key, threshold, allow_unverified, allow_extensions, path=path
-    )
-    search = [os.fspath(p) for p in path] if path else None
+    settings = options.host_config()
+    search = [os.fspath(p) for p in options.path] if options.path else None
     try:
         with Progress(not as_json) as progress:
             report = verify_installed(settings, search, labels or (), progress, live)
@@ -236,20 +221,12 @@ def _unmet(config: HostConfig, labels: Sequence[str], report: LoadReport) -> lis
     return unmet
 
 
+@host_options(*LOAD_OPTIONS)
 def load_command(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
-    strict: StrictOption = None,
-    healthcheck: HealthcheckOption = None,
-    sets: SetOption = None,
-    path: SearchPathOption = None,
-    isolate: IsolateOption = None,
+    *,
+    options: HostOptions,
     prompt: Annotated[
         bool,
         typer.Option(
@@ -270,20 +247,8 @@ def load_command(
     server the configuration names), when nothing mounted, and for strict mode and required
     drivers.
     """
-    settings = config_from_options(
-        config,
-        registry,
-        registry_key,
-        threshold,
-        allow_unverified,
-        allow_extensions,
-        strict=strict,
-        healthcheck=healthcheck,
-        sets=sets,
-        path=path,
-        isolate=isolate,
-    )
-    loaded, report = _load(settings, labels or (), path, show=not as_json)
+    settings = options.host_config()
+    loaded, report = _load(settings, labels or (), options.path, show=not as_json)
     if as_json:
         document = report_json(report, loaded, settings.notes)
         if prompt and loaded is not None:
@@ -352,6 +317,7 @@ def _answer(
         raise typer.Exit(1)
 
 
+@host_options(*CALL_OPTIONS)
 def call_command(
     tool: Annotated[
         str, typer.Argument(help="The tool's name as the loaded stack lists it.", metavar="TOOL")
@@ -369,16 +335,8 @@ def call_command(
         str, typer.Option("--args", help="The arguments, a JSON object.", metavar="JSON")
     ] = "{}",
     label: LabelOption = None,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
-    strict: StrictOption = None,
-    sets: SetOption = None,
-    path: SearchPathOption = None,
-    isolate: IsolateOption = None,
+    *,
+    options: HostOptions,
     approve: ApproveOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -396,18 +354,8 @@ def call_command(
         raise typer.BadParameter(str(exc).removeprefix("--args: "), param_hint="--args") from None
     if approve:
         _check_terminal()
-    settings = config_from_options(
-        config,
-        registry,
-        registry_key,
-        threshold,
-        allow_unverified,
-        allow_extensions,
-        strict=strict,
-        sets=sets,
-        path=path,
-        isolate=isolate,
-    )
+    settings = options.host_config()
+    path = options.path
     labels = label or ()
     if not words:
         output = {"tool": tool, "arguments": arguments}
@@ -424,6 +372,7 @@ def call_command(
     _answer("call", settings, path, typed, as_json, labels, approve)
 
 
+@host_options(*CALL_OPTIONS)
 def run_command(
     text: Annotated[
         str, typer.Argument(help="An LLM's output, or - to read it from stdin.", metavar="TEXT")
@@ -431,16 +380,8 @@ def run_command(
     as_object: Annotated[
         bool, typer.Option("--object", help="The output is a provider's JSON message object.")
     ] = False,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
-    strict: StrictOption = None,
-    sets: SetOption = None,
-    path: SearchPathOption = None,
-    isolate: IsolateOption = None,
+    *,
+    options: HostOptions,
     label: LabelOption = None,
     approve: ApproveOption = False,
     as_json: JsonOption = False,
@@ -463,19 +404,8 @@ def run_command(
         except InputError as exc:
             message = str(exc).removeprefix("--object: ")
             raise typer.BadParameter(message, param_hint="--object") from None
-    settings = config_from_options(
-        config,
-        registry,
-        registry_key,
-        threshold,
-        allow_unverified,
-        allow_extensions,
-        strict=strict,
-        sets=sets,
-        path=path,
-        isolate=isolate,
-    )
-    _answer("run", settings, path, output, as_json, label or (), approve)
+    settings = options.host_config()
+    _answer("run", settings, options.path, output, as_json, label or (), approve)
 
 
 def _check_terminal() -> None:

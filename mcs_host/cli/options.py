@@ -1,13 +1,21 @@
 """What the commands share: their options, reading the configuration, and failing with
-exit 2 and one line."""
+exit 2 and one line.
+
+One module: each shared option is declared once, as a field of :class:`HostOptions`, beside
+what gives it to the commands that name it (:func:`host_options`) and what reads the
+configuration from it (:meth:`HostOptions.host_config`): a new trust option is added here,
+and no command changes."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar, get_type_hints
 
 import typer
 
@@ -183,57 +191,135 @@ SetOption = Annotated[
 ]
 
 
-def config_from_options(
-    config: Path | None,
-    registry: Sequence[Path] | None,
-    registry_key: Sequence[str] | None,
-    threshold: int | None,
-    allow_unverified: bool | None,
-    allow_extensions: bool | None,
-    *,
-    strict: bool | None = None,
-    healthcheck: bool | None = None,
-    sets: Sequence[str] | None = None,
-    path: Sequence[Path] | None = None,
-    isolate: bool | None = None,
-) -> HostConfig:
-    """The host configuration: file and environment, then the command line's options, each
-    checked before anything is loaded (a bad one ends here with exit 2)."""
-    from mcs_host.loading.config import ConfigError, load_config
+@dataclass(frozen=True, slots=True)
+class HostOptions:
+    """The command line's shared options, each as a command receives it (None: not given).
+    Each field declares its option once: :func:`host_options` gives a command the ones it
+    names, with the field's annotation and default; :meth:`host_config` reads them all."""
 
-    for directory in path or ():
-        if not directory.is_dir():
-            fail(f"--path {directory}: no such directory")
-    for file in registry or ():
-        if not file.is_file():
-            fail(f"--registry {file}: no such file")
+    config: ConfigOption = None
+    registry: RegistryOption = None
+    registry_key: RegistryKeyOption = None
+    threshold: ThresholdOption = None
+    allow_unverified: AllowUnverifiedOption = None
+    allow_extensions: AllowExtensionsOption = None
+    strict: StrictOption = None
+    healthcheck: HealthcheckOption = None
+    sets: SetOption = None
+    path: SearchPathOption = None
+    isolate: IsolateOption = None
 
-    trust = {
-        key: value
-        for key, value in (
-            ("allow_unverified", allow_unverified),
-            ("allow_extensions", allow_extensions),
+    def host_config(self) -> HostConfig:
+        """The host configuration: file and environment, then these options, each checked
+        before anything is loaded (a bad one ends here with exit 2)."""
+        from mcs_host.loading.config import ConfigError, load_config
+
+        for directory in self.path or ():
+            if not directory.is_dir():
+                fail(f"--path {directory}: no such directory")
+        for file in self.registry or ():
+            if not file.is_file():
+                fail(f"--registry {file}: no such file")
+
+        trust = {
+            key: value
+            for key, value in (
+                ("allow_unverified", self.allow_unverified),
+                ("allow_extensions", self.allow_extensions),
+            )
+            if value is not None
+        }
+        try:
+            loaded = load_config(
+                self.config,
+                registries=[os.fspath(p) for p in self.registry] if self.registry else None,
+                registry_keys=list(self.registry_key) if self.registry_key else None,
+                registry_threshold=self.threshold,
+                trust=trust,
+                strict=self.strict,
+                healthcheck=self.healthcheck,
+                isolation=None if self.isolate is None else ("process" if self.isolate else "none"),
+            )
+            for note in loaded.notes:
+                typer.echo(f"note: {note}", err=True)
+            if not self.sets:
+                return loaded
+            return _with_sets(loaded, self.sets, self.path)
+        except ConfigError as exc:
+            fail(str(exc))
+
+
+REGISTRY_OPTIONS: Final = ("config", "registry", "registry_key", "threshold")
+"""Where the configuration and the registries come from (``list``)."""
+TRUST_OPTIONS: Final = (*REGISTRY_OPTIONS, "allow_unverified", "allow_extensions")
+"""Those, and what may load that no registry vouches for (``verify``; a new trust option
+goes here)."""
+LOAD_OPTIONS: Final = (*TRUST_OPTIONS, "strict", "healthcheck", "sets", "path", "isolate")
+"""Those, and how the stack loads (``load``, ``serve``)."""
+CALL_OPTIONS: Final = tuple(name for name in LOAD_OPTIONS if name != "healthcheck")
+"""``load``'s but ``--healthcheck`` (``call``, ``run``, ``tools``)."""
+
+_R = TypeVar("_R")
+
+
+def host_options(*names: str) -> Callable[[Callable[..., _R]], Callable[..., _R]]:
+    """Give a command the shared options ``names`` (fields of :class:`HostOptions`), in that
+    order, where its keyword-only parameter ``options: HostOptions`` is: typer sees each as
+    its field declares it, and the command gets them all as that one value. A name of the
+    command's own parameter moves it there (``list``'s ``--no-verify``, after ``--path``)."""
+
+    def decorate(command: Callable[..., _R]) -> Callable[..., _R]:
+        shared = _shared_parameters()
+        own = inspect.signature(command, eval_str=True)
+        if "options" not in own.parameters:
+            raise TypeError(f"{command.__name__} has no parameter options: HostOptions")
+        for name in names:
+            if (name in shared) == (name in own.parameters):
+                what = (
+                    "both a shared option and" if name in shared else "neither a shared option nor"
+                )
+                raise TypeError(f"{command.__name__}: {name!r} is {what} its own parameter")
+        given = [name for name in names if name in shared]
+        parameters: list[inspect.Parameter] = []
+        for parameter in own.parameters.values():
+            if parameter.name == "options":
+                parameters += (shared[n] if n in shared else own.parameters[n] for n in names)
+            elif parameter.name not in names:
+                parameters.append(parameter)
+        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
+
+        @functools.wraps(command)
+        def with_options(**received: Any) -> _R:
+            options = HostOptions(**{n: received.pop(n) for n in given if n in received})
+            return command(**received, options=options)
+
+        signature = own.replace(parameters=keyword)
+        # resolved objects, not the strings of ``from __future__ import annotations``:
+        # typer reads both, and the options' aliases are not in the command's module
+        with_options.__signature__ = signature  # type: ignore[attr-defined]
+        with_options.__annotations__ = {
+            **{p.name: p.annotation for p in keyword},
+            "return": signature.return_annotation,
+        }
+        return with_options
+
+    return decorate
+
+
+@functools.cache
+def _shared_parameters() -> Mapping[str, inspect.Parameter]:
+    """Each field of :class:`HostOptions` as a command's parameter: its name, its annotation
+    (the alias, resolved) and its default."""
+    hints = get_type_hints(HostOptions, include_extras=True)
+    return {
+        field.name: inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=hints[field.name],
         )
-        if value is not None
+        for field in fields(HostOptions)
     }
-    try:
-        loaded = load_config(
-            config,
-            registries=[os.fspath(p) for p in registry] if registry else None,
-            registry_keys=list(registry_key) if registry_key else None,
-            registry_threshold=threshold,
-            trust=trust,
-            strict=strict,
-            healthcheck=healthcheck,
-            isolation=None if isolate is None else ("process" if isolate else "none"),
-        )
-        for note in loaded.notes:
-            typer.echo(f"note: {note}", err=True)
-        if not sets:
-            return loaded
-        return _with_sets(loaded, sets, path)
-    except ConfigError as exc:
-        fail(str(exc))
 
 
 def _with_sets(loaded: HostConfig, sets: Sequence[str], path: Sequence[Path] | None) -> HostConfig:

@@ -28,21 +28,12 @@ from mcs_host._descendants import end_descendants, exit_now
 
 from ._stdout import protocol_files
 from .options import (
-    AllowExtensionsOption,
-    AllowUnverifiedOption,
-    ConfigOption,
-    HealthcheckOption,
-    IsolateOption,
+    LOAD_OPTIONS,
+    HostOptions,
     LabelsArgument,
-    RegistryKeyOption,
-    RegistryOption,
-    SearchPathOption,
-    SetOption,
-    StrictOption,
-    ThresholdOption,
-    config_from_options,
     config_from_parent,
     fail,
+    host_options,
 )
 
 if TYPE_CHECKING:
@@ -62,6 +53,7 @@ def _exit_quietly(number: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+@host_options(*LOAD_OPTIONS)
 def serve_command(
     labels: LabelsArgument = None,
     http: Annotated[
@@ -112,17 +104,8 @@ def serve_command(
             "says so).",
         ),
     ] = False,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
-    strict: StrictOption = None,
-    healthcheck: HealthcheckOption = None,
-    sets: SetOption = None,
-    path: SearchPathOption = None,
-    isolate: IsolateOption = None,
+    *,
+    options: HostOptions,
     model: Annotated[
         str | None,
         typer.Option("--model", help="The model the instructions are written for.", metavar="NAME"),
@@ -163,34 +146,19 @@ def serve_command(
             f"{instructions!r}: give native, text or none", param_hint="--instructions"
         )
     address = _address(http) if http is not None else None
-    options = (allowed_host, allowed_origin, token_file, no_auth)
-    if address is None and any(options):
+    admitting = (allowed_host, allowed_origin, token_file, no_auth)
+    if address is None and any(admitting):
         fail("--allowed-host, --allowed-origin, --token-file and --no-auth go with --http")
     environ_token = os.environ.pop(TOKEN_VARIABLE, None)  # no driver or child sees it
-    if isolated:
-        settings = _isolated_config(labels or ())
-    else:
-        settings = config_from_options(
-            config,
-            registry,
-            registry_key,
-            threshold,
-            allow_unverified,
-            allow_extensions,
-            strict=strict,
-            healthcheck=healthcheck,
-            sets=sets,
-            path=path,
-            isolate=isolate,
-        )
+    settings = _isolated_config(labels or ()) if isolated else options.host_config()
     if address is not None:
-        admission = _admission(address, settings.serve, options, environ_token)
+        admission = _admission(address, settings.serve, admitting, environ_token)
     from .drivers import loaded_or_exit
 
     # the console script has pointed descriptor 1 at stderr for good already; in-process
     # (a test's runner), this keeps what a driver prints while it loads off stdout
     with _stdout_to_stderr():
-        loaded, report = loaded_or_exit(settings, path, labels or ())
+        loaded, report = loaded_or_exit(settings, options.path, labels or ())
         if not report.ok:  # a client would get less than the configuration asks for
             loaded.close()
             fail(

@@ -12,21 +12,7 @@ import typer
 from ._schema import schema_urn
 from ._signatures import signature
 from ._stdout import write_document
-from .options import (
-    AllowExtensionsOption,
-    AllowUnverifiedOption,
-    ConfigOption,
-    IsolateOption,
-    JsonOption,
-    LabelsArgument,
-    RegistryKeyOption,
-    RegistryOption,
-    SearchPathOption,
-    SetOption,
-    StrictOption,
-    ThresholdOption,
-    config_from_options,
-)
+from .options import CALL_OPTIONS, HostOptions, JsonOption, LabelsArgument, host_options
 
 if TYPE_CHECKING:
     from .documents import ToolsDocument
@@ -34,19 +20,12 @@ if TYPE_CHECKING:
 __all__ = ["tools_command"]
 
 
+@host_options(*CALL_OPTIONS)
 def tools_command(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
-    config: ConfigOption = None,
-    registry: RegistryOption = None,
-    registry_key: RegistryKeyOption = None,
-    threshold: ThresholdOption = None,
-    allow_unverified: AllowUnverifiedOption = None,
-    allow_extensions: AllowExtensionsOption = None,
-    strict: StrictOption = None,
-    sets: SetOption = None,
-    path: SearchPathOption = None,
-    isolate: IsolateOption = None,
+    *,
+    options: HostOptions,
 ) -> None:
     """List the tools the drivers mount, with their signatures (with --json, their JSON
     schemas too), as call and serve name them.
@@ -55,19 +34,8 @@ def tools_command(
     """
     from .drivers import loaded_or_exit
 
-    settings = config_from_options(
-        config,
-        registry,
-        registry_key,
-        threshold,
-        allow_unverified,
-        allow_extensions,
-        strict=strict,
-        sets=sets,
-        path=path,
-        isolate=isolate,
-    )
-    loaded, report = loaded_or_exit(settings, path, labels or ())
+    settings = options.host_config()
+    loaded, report = loaded_or_exit(settings, options.path, labels or ())
     stack = loaded.driver
     rows = []
     for tool in stack.list_tools():

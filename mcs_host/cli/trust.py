@@ -23,12 +23,11 @@ from ._stdout import write_document
 from .console import Progress
 from .documents import AllowDocument, LockDocument, PinnedServer, schema_urn
 from .options import (
-    ConfigOption,
+    HostOptions,
     JsonOption,
     LabelsArgument,
-    SearchPathOption,
-    config_from_options,
     fail,
+    host_options,
     parse_ids,
     parse_pairs,
 )
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from mcs_host.trust.release import Release
 
 
+@host_options("config", "path")
 def lock_drivers(
     labels: LabelsArgument = None,
     wheel: Annotated[
@@ -120,8 +120,8 @@ def lock_drivers(
             "(default: each call does).",
         ),
     ] = False,
-    config: ConfigOption = None,
-    path: SearchPathOption = None,
+    *,
+    options: HostOptions,
     as_json: JsonOption = False,
 ) -> None:
     """Write registry pins for installed drivers, installed distributions, wheel files, or
@@ -165,9 +165,9 @@ def lock_drivers(
     id_pairs = parse_ids(ids)
     # discovered once, when labels need it; a label a registry declares (no entry point)
     # brings its distribution, object and id from there
-    installed = _candidates(path) if labels and not wheel else None
+    installed = _candidates(options.path) if labels and not wheel else None
     if labels and installed is not None:
-        found = _declared(labels, installed, current, config, path, declared)
+        found = _declared(labels, installed, current, options, declared)
         declared = {**declared, **{name: e.object or "" for name, (_, e) in found.items()}}
         id_pairs = {**{name: i for name, (i, _) in found.items()}, **id_pairs}
         distribution = [*(distribution or ()), *(e.distribution for _, e in found.values())]
@@ -176,14 +176,14 @@ def lock_drivers(
     releases: list[Release] = []
     try:
         if server:
-            servers, served = _servers(server, config, path, target, label, not no_consent)
+            servers, served = _servers(server, options, target, label, not no_consent)
             releases += served
             current = lock(current, served, trust=label, replace=replace)
             current = _with_servers(current, servers, target, replace, no_consent)
         with Progress(not as_json) as progress:
             if labels or wheel or distribution or not server:  # --server alone pins no driver
                 drivers = _releases(
-                    labels, wheel, distribution, path, progress, declared, installed
+                    labels, wheel, distribution, options.path, progress, declared, installed
                 )
                 releases = [*drivers, *releases]
                 current = lock(
@@ -252,8 +252,7 @@ def _declared(
     labels: Sequence[str],
     installed: Sequence[Candidate],
     current: Registry,
-    config: Path | None,
-    path: Sequence[Path] | None,
+    options: HostOptions,
     declared: Mapping[str, str],
 ) -> dict[str, tuple[str, DriverEntry]]:
     """The labels no installed distribution ships as an entry point that a registry declares
@@ -267,7 +266,7 @@ def _declared(
         return {}
     entries: dict[str, DriverEntry] = dict(current.drivers)
     try:
-        settings = config_from_options(config, None, None, None, None, None, path=path)
+        settings = options.host_config()
         index, _, _ = settings.trust_index()
     except (ConfigError, ValueError, OSError):
         index = None  # the configuration's registries are not needed to pin: the target's
@@ -307,8 +306,7 @@ def _installed_drivers(
 
 def _servers(
     labels: Sequence[str],
-    config: Path | None,
-    path: Sequence[Path] | None,
+    options: HostOptions,
     target: str,
     trust: TrustLabel,
     consent: bool,
@@ -322,9 +320,9 @@ def _servers(
     from mcs_host.trust.registry import MCPServerEntry
     from mcs_host.trust.release import release_from_installed
 
-    settings = config_from_options(config, None, None, None, None, None, path=path)
+    settings = options.host_config()
     _note_unread(settings, target)
-    search = [os.fspath(p) for p in path] if path else sys.path
+    search = [os.fspath(p) for p in options.path] if options.path else sys.path
     entries: dict[str, MCPServerEntry] = {}
     releases: list[Release] = []
     for label in labels:
