@@ -542,109 +542,100 @@ COMMAND_LINE = {  # what each needs besides, to reach its configuration
     "run": ["run", "an answer"],
     "lock": ["lock", "--server", "remote"],  # the MCP server to pin, as a configuration names it
 }
-NOTHING_GIVEN: dict[str, Any] = {
-    "config": None,
-    "registries": None,
-    "registry_keys": None,
-    "registry_threshold": None,
-    "trust": {},
-    "strict": None,
-    "healthcheck": None,
-    "isolation": None,
-}
-"""What the configuration is given when no shared option is."""
 
 
-class _ReadError(Exception):
-    """The configuration was read: the command goes no further."""
+class _Read(Exception):  # noqa: N818 - a signal, not an error
+    """The command built its configuration (``config``): it goes no further."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
 
 
 @pytest.mark.parametrize("command", sorted(SHARED))
 def test_each_command_takes_exactly_its_shared_options_and_each_reaches_the_configuration(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each shared option a command documents is what its configuration is read with, and
-    only that (booleans given the way that is not their default); any other is a usage
-    error (in process: the configuration's reader stands in, and ends the command)."""
+    """Each shared option a command documents changes the configuration it builds (the real
+    one, read from a real file) in the field it names and nowhere else; any other is a usage
+    error. In process: the command
+    stops once its configuration is built."""
     from typer.testing import CliRunner
 
     from mcs_host.cli.app import build
-    from mcs_host.loading import config as config_module
+    from mcs_host.cli.options import HostOptions
 
-    registry, missing = tmp_path / "registry.json", tmp_path / "missing"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in [n for n in os.environ if n.startswith("MCS_HOST_")]:
+        monkeypatch.delenv(name)
+    registry, missing, config = (
+        tmp_path / "registry.json",
+        tmp_path / "missing",
+        tmp_path / "c.toml",
+    )
     registry.write_text("{}")
+    config.write_text('namespace = "always"\n[drivers.a.settings]\n')
+    key = "ed25519:" + "A" * 43 + "="  # 32 zero bytes
     words = {
-        "--config": ["--config", str(tmp_path / "c.toml")],
+        "--config": ["--config", str(config)],
         "--registry": ["--registry", str(registry)],
-        "--registry-key": ["--registry-key", "ed25519:AAAA"],
+        "--registry-key": ["--registry-key", key],
         "--threshold": ["--threshold", "2"],
         "--allow-unverified": ["--allow-unverified"],
-        "--allow-extensions": ["--no-allow-extensions"],
+        "--allow-extensions": ["--allow-extensions"],
         "--strict": ["--strict"],
-        "--healthcheck": ["--no-healthcheck"],
-        "--set": ["--set", "a.key=1"],
+        "--healthcheck": ["--healthcheck"],
+        "--set": ["--config", str(config), "--set", "a.key=1"],
         "--path": ["--path", str(missing)],
         "--isolate": ["--isolate"],
     }
-    read_with: dict[str, dict[str, Any]] = {
-        "--config": {"config": tmp_path / "c.toml"},
-        "--registry": {"registries": [str(registry)]},
-        "--registry-key": {"registry_keys": ["ed25519:AAAA"]},
+    changes: dict[str, dict[str, Any]] = {  # what each changes in the configuration read
+        # a file that names drivers loads only those (autoload off)
+        "--config": {"namespace": "always", "drivers": {"a": {}}, "autoload": False},
+        "--registry": {"registries": (str(registry),)},
+        "--registry-key": {"registry_keys": (key,)},
         "--threshold": {"registry_threshold": 2},
-        "--allow-unverified": {"trust": {"allow_unverified": True}},
-        "--allow-extensions": {"trust": {"allow_extensions": False}},
+        "--allow-unverified": {"trust.allow_unverified": True},
+        "--allow-extensions": {"trust.allow_extensions": True},
         "--strict": {"strict": True},
-        "--healthcheck": {"healthcheck": False},
-        "--set": {},  # applied after: a driver's setting
+        "--healthcheck": {"healthcheck": True},
+        "--set": {"namespace": "always", "drivers": {"a": {"key": 1}}, "autoload": False},
         "--isolate": {"isolation": "process"},
     }
     assert set(words) == set(LOADING)
-    read: list[dict[str, Any]] = []
-    overridden: list[dict[str, Any]] = []
-    answer: list[Any] = []  # what the reader returns (to read on, to --set); else it ends
+    built = HostOptions.host_config
 
-    def load_config(path: Path | None = None, **overrides: Any) -> Any:
-        read.append({"config": path, **overrides})
-        if answer:
-            return answer[0]
-        raise _ReadError
+    def stop_when_built(options: HostOptions) -> Any:
+        raise _Read(built(options))
 
-    def override_config(config: Any, **overrides: Any) -> Any:
-        overridden.append(overrides)
-        raise _ReadError
-
-    monkeypatch.setattr(config_module, "load_config", load_config)
-    monkeypatch.setattr(config_module, "override_config", override_config)
+    monkeypatch.setattr(HostOptions, "host_config", stop_when_built)
     start = COMMAND_LINE.get(command, [command])
     if command == "lock":
         start = [*start, "--registry", str(tmp_path / "pins.json")]  # its own: what it writes
 
-    def run(*args: str) -> Any:
-        read.clear()
-        overridden.clear()
-        return CliRunner().invoke(build(command), [*start, *args])
+    def read(*args: str) -> Any:
+        done = CliRunner().invoke(build(command), [*start, *args])
+        return done.exception.config if isinstance(done.exception, _Read) else done
 
-    done = run()
-    assert isinstance(done.exception, _ReadError), done.output
-    assert read == [NOTHING_GIVEN]
+    def fields(config: Any) -> dict[str, Any]:
+        dumped = config.model_dump()
+        trust = {f"trust.{k}": v for k, v in dumped.pop("trust").items()}
+        drivers = {label: d["settings"] for label, d in dumped.pop("drivers").items()}
+        return {**dumped, **trust, "drivers": drivers}
+
+    baseline = fields(read())
     for option in LOADING:
         if command == "lock" and option == "--registry":
             continue  # its own: the file it writes
-        if option == "--set":
-            answer.append(config_module.HostConfig.model_validate({"drivers": {"a": {}}}))
-        done = run(*words[option])
-        answer.clear()
-        if option not in SHARED[command]:
+        done = read(*words[option])
+        if option not in SHARED[command] or option == "--path":
+            why = f"No such option: {option}"
+            if option == "--path" and option in SHARED[command]:
+                why = f"--path {missing}: no such directory"
             assert done.exit_code == 2, (option, done.output)
-            assert f"No such option: {words[option][0]}" in done.output
-            assert read == []
-        elif option == "--path":
-            assert done.exit_code == 2, done.output
-            assert f"--path {missing}: no such directory" in done.output
-            assert read == []
-        else:
-            assert isinstance(done.exception, _ReadError), (option, done.output)
-            assert read == [NOTHING_GIVEN | read_with[option]], option
-            if option == "--set":
-                (applied,) = overridden
-                assert applied["drivers"]["a"]["settings"] == {"key": 1}
+            assert why in done.output, (option, done.output)
+            continue
+        changed = {k: v for k, v in fields(done).items() if baseline.get(k) != v}
+        changed.pop("source", None)  # the file read, with --config
+        changed.pop("notes", None)
+        assert changed == changes[option], option
