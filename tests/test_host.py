@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -313,6 +314,27 @@ def test_only_the_labels_asked_for_are_loaded() -> None:
     assert constructed == ["made"]
     with pytest.raises(LoadError, match="nope: no driver has this label"):
         host.load(["nope"])
+
+
+def test_a_prompts_file_gone_since_the_configuration_was_read_fails_before_any_driver_runs(
+    tmp_path: Path,
+) -> None:
+    constructed: list[str] = []
+
+    class Counting(Calculator):
+        def __init__(self) -> None:
+            super().__init__()
+            constructed.append("made")
+
+    prompts = tmp_path / "prompts.toml"
+    prompts.write_text("")
+    config = HostConfig(autoload=False, plugins=False, registries=(), prompts=str(prompts))
+    host = Host(config, search_path=[])
+    host.add_driver("a", Counting)
+    prompts.unlink()
+    with pytest.raises(ValueError, match=r"prompts file .*prompts\.toml: no such file"):
+        host.load()
+    assert constructed == []
 
 
 class ConsentPlugin:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcs_host.contract import Tool
 from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
 from mcs_host.orchestration.orchestrator import Orchestrator
+from mcs_host.orchestration.prompting import Prompts
 from mcs_host.trust import _origins
 from mcs_host.trust.verification import Verification
 
@@ -154,6 +155,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         found = installed_drivers(config, index, host.search_path)
     plans, planned = plan_mounts(config, found, host._in_process)
     formats, format_problems = text_formats(ctx.manager)
+    prompts = Prompts.load(config.prompts)  # read before any driver runs: it may fail
     with ThreadPoolExecutor(_STARTS, thread_name_prefix="mcs-host start") as starts:
         mounting = []
         for done, plan in enumerate(plans):
@@ -164,7 +166,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         mounts = [m if isinstance(m, Mounted) else _started(m) for m in mounting]
     taken = [*(r.label for r in planned), *(m.record.label for m in mounts)]
     mounts += servers.mount_servers(ctx, labels, taken, progress)
-    orchestrator = _stack(ctx, config, formats, mounts)
+    orchestrator = _stack(ctx, config, prompts, formats, mounts)
     records = list(planned)
     owned: list[MCPToolDriver] = []
     for mount in mounts:
@@ -204,6 +206,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
 def _stack(
     ctx: stages.Context,
     config: HostConfig,
+    prompts: Prompts,
     formats: Sequence[TextFormat],
     mounts: Sequence[Mounted],
 ) -> Orchestrator:
@@ -221,7 +224,7 @@ def _stack(
         consent=partial(ask_consent, ctx.manager, needs=needs),
         audit=partial(audit_call, ctx.manager),
         call_timeout=config.call_timeout,
-        prompts=config.prompts,
+        prompts=prompts,
         text_formats=formats,
     )
     return stack
