@@ -528,13 +528,13 @@ SHARED = {  # each command that reads a configuration: its shared options (docs/
     "list": ("--path", "--config", "--registry", "--registry-key", "--threshold"),
     "verify": (
         *("--path", "--config", "--registry", "--registry-key", "--threshold"),
-        *("--allow-unverified", "--allow-extensions"),
+        *("--allow-unverified", "--allow-extensions", "--set"),
     ),
     "load": LOADING,
     "serve": LOADING,
-    "call": tuple(option for option in LOADING if option != "--healthcheck"),
-    "run": tuple(option for option in LOADING if option != "--healthcheck"),
-    "tools": tuple(option for option in LOADING if option != "--healthcheck"),
+    "call": LOADING,
+    "run": LOADING,
+    "tools": LOADING,
     "lock": ("--config", "--path"),
 }
 COMMAND_LINE = {  # what each needs besides, to reach its configuration

@@ -397,6 +397,15 @@ def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
     assert failed in done.stdout
     assert "missing 1 required positional argument: 'root'" in done.stdout
     assert "0 of 1 started in a process of their own (--live)." in done.stdout
+    assert "or --set <label>.<key>=<value>" in done.stdout  # the way out it names
+    root = tmp_path / "data"
+    root.mkdir()
+    done = venv.run(
+        "mcs-host", "verify", "csv", "--config", bad, "--live", "--set", f"csv.root={root}",
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 started in a process of their own (--live)." in done.stdout
     assert children(venv) == []
 
 

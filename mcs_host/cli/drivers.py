@@ -24,7 +24,6 @@ from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
 from .documents import CallDocument, schema_urn
 from .options import (
-    CALL_OPTIONS,
     LOAD_OPTIONS,
     REGISTRY_OPTIONS,
     TRUST_OPTIONS,
@@ -125,7 +124,7 @@ def list_drivers(
     typer.echo(text, color=colour)
 
 
-@host_options("path", *TRUST_OPTIONS)
+@host_options("path", *TRUST_OPTIONS, "sets")
 def verify_drivers(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
@@ -136,7 +135,8 @@ def verify_drivers(
         typer.Option(
             "--live",
             help="Also start each loadable driver in a child process of its own, with its "
-            "healthcheck, and list its tools (needs the mcp extra).",
+            "settings (the configuration's, and --set) and its healthcheck, and list its tools "
+            "(needs the mcp extra).",
         ),
     ] = False,
 ) -> None:
@@ -317,7 +317,7 @@ def _answer(
         raise typer.Exit(1)
 
 
-@host_options(*CALL_OPTIONS)
+@host_options(*LOAD_OPTIONS)
 def call_command(
     tool: Annotated[
         str, typer.Argument(help="The tool's name as the loaded stack lists it.", metavar="TOOL")
@@ -372,7 +372,7 @@ def call_command(
     _answer("call", settings, path, typed, as_json, labels, approve)
 
 
-@host_options(*CALL_OPTIONS)
+@host_options(*LOAD_OPTIONS)
 def run_command(
     text: Annotated[
         str, typer.Argument(help="An LLM's output, or - to read it from stdin.", metavar="TEXT")

@@ -255,9 +255,7 @@ TRUST_OPTIONS: Final = (*REGISTRY_OPTIONS, "allow_unverified", "allow_extensions
 """Those, and what may load that no registry vouches for (``verify``; a new trust option
 goes here)."""
 LOAD_OPTIONS: Final = (*TRUST_OPTIONS, "strict", "healthcheck", "sets", "path", "isolate")
-"""Those, and how the stack loads (``load``, ``serve``)."""
-CALL_OPTIONS: Final = tuple(name for name in LOAD_OPTIONS if name != "healthcheck")
-"""``load``'s but ``--healthcheck`` (``call``, ``run``, ``tools``)."""
+"""Those, and how the stack loads (``load``, ``serve``, ``call``, ``run``, ``tools``)."""
 
 _R = TypeVar("_R")
 

@@ -12,7 +12,7 @@ import typer
 from ._schema import schema_urn
 from ._signatures import signature
 from ._stdout import write_document
-from .options import CALL_OPTIONS, HostOptions, JsonOption, LabelsArgument, host_options
+from .options import LOAD_OPTIONS, HostOptions, JsonOption, LabelsArgument, host_options
 
 if TYPE_CHECKING:
     from .documents import ToolsDocument
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["tools_command"]
 
 
-@host_options(*CALL_OPTIONS)
+@host_options(*LOAD_OPTIONS)
 def tools_command(
     labels: LabelsArgument = None,
     as_json: JsonOption = False,
