@@ -157,7 +157,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
     formats, format_problems = text_formats(ctx.manager)
     prompts = Prompts.load(config.prompts)  # read before any driver runs: it may fail
     with ThreadPoolExecutor(_STARTS, thread_name_prefix="mcs-host start") as starts:
-        mounting = []
+        mounting: list[Mounted | _Starting] = []
         for done, plan in enumerate(plans):
             if progress is not None:
                 progress(done, len(plans), f"loading {plan.label}")
@@ -166,7 +166,7 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         mounts = [m if isinstance(m, Mounted) else _started(m) for m in mounting]
     taken = [*(r.label for r in planned), *(m.record.label for m in mounts)]
     mounts += servers.mount_servers(ctx, labels, taken, progress)
-    orchestrator = _stack(ctx, config, prompts, formats, mounts)
+    orchestrator = _stack(ctx, prompts, formats, mounts)
     records = list(planned)
     owned: list[MCPToolDriver] = []
     for mount in mounts:
@@ -205,7 +205,6 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
 
 def _stack(
     ctx: stages.Context,
-    config: HostConfig,
     prompts: Prompts,
     formats: Sequence[TextFormat],
     mounts: Sequence[Mounted],
@@ -219,11 +218,11 @@ def _stack(
 
     needs = servers.needs_consent(label_of, waivers) if waivers else None
     stack = Orchestrator(
-        namespace=config.namespace,
+        namespace=ctx.config.namespace,
         on_unknown="fail",
         consent=partial(ask_consent, ctx.manager, needs=needs),
         audit=partial(audit_call, ctx.manager),
-        call_timeout=config.call_timeout,
+        call_timeout=ctx.config.call_timeout,
         prompts=prompts,
         text_formats=formats,
     )
@@ -348,15 +347,15 @@ def _started(starting: _Starting) -> Mounted:
     try:
         tools = starting.tools.result()
     except Refused as refusal:
-        return _refused(record, refusal, _start_timed(starting), notes)
+        return _refused(record, refusal, _timings_with_start(starting), notes)
     except (Exception, SystemExit) as exc:  # the unforeseen fails this mount, never the load
         driver.close()
-        return _failed(record, exc, _start_timed(starting), notes)
-    mounted = _mounted(record, driver, tools, _start_timed(starting), notes, driver.health)
+        return _failed(record, exc, _timings_with_start(starting), notes)
+    mounted = _mounted(record, driver, tools, _timings_with_start(starting), notes, driver.health)
     return replace(mounted, process=driver)
 
 
-def _start_timed(starting: _Starting) -> dict[str, float]:
+def _timings_with_start(starting: _Starting) -> dict[str, float]:
     """The isolated driver's timings, with its child's whole start as ``start``."""
     return {**starting.timings, "start": time.perf_counter() - starting.began}
 
