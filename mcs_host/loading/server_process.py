@@ -57,7 +57,7 @@ def verified_server(
     gate = verified_importer()
     admitted = (own, *check.dependencies) if pinned else check.dependencies
     allowed = judged.unverified if pinned else (own, *judged.unverified)
-    admit_checked(gate, admitted, allowed, own.distribution)
+    admit_checked(gate, admitted, allowed, own.distribution, own.version)
     gate.install()
     name, _, attributes = target.partition(":")
     module = importlib.import_module(name.strip())

@@ -36,7 +36,7 @@ from mcs_host.interfaces import (
     supports_autostart,
     supports_healthcheck,
 )
-from mcs_host.trust import _origins
+from mcs_host.trust._editable import editable_modules
 from mcs_host.trust._gate import VerifiedImporter, gate
 from mcs_host.trust.dependencies import DependencyCheck, check_dependencies, judge_dependencies
 from mcs_host.trust.importer import (
@@ -157,7 +157,7 @@ def admit_dependencies(
     if judged.refusal is not None:
         status, reason, message = judged.refusal
         raise Refused(status, reason, message)
-    admit_checked(ctx.gate, checks, judged.unverified, candidate.distribution)
+    admit_checked(ctx.gate, checks, judged.unverified, candidate.distribution, candidate.version)
     return tuple(judged.notes)
 
 
@@ -165,10 +165,13 @@ def admit_checked(
     gate: VerifiedImporter,
     checks: Iterable[DependencyCheck],
     unverified: Iterable[DependencyCheck],
-    needed_by: str,
+    distribution: str,
+    version: str | None,
 ) -> None:
     """Register the pinned ``checks`` with the import gate and allow the ``unverified`` ones
-    the policy admits for ``needed_by``; :class:`Refused` if one was imported elsewhere."""
+    the policy admits for the imports of ``distribution`` ``version`` (and of unverified
+    code), never another verified distribution's; :class:`Refused` if one was imported
+    elsewhere."""
     try:
         for check in checks:
             if check.status == "pinned" and check.location is not None:
@@ -180,7 +183,7 @@ def admit_checked(
     except IntegrityError as exc:
         raise Refused("rejected", "integrity", str(exc)) from None
     for check in unverified:
-        _allow_dependency(gate, check, needed_by)
+        _allow_dependency(gate, check, distribution, f"{distribution} {version}")
 
 
 def import_verified(verification: Verification) -> object:
@@ -385,14 +388,19 @@ def _no_tools(driver: object, meta: DriverMeta, timeout: float, health: Any) -> 
     return message
 
 
-def _allow_dependency(gate: VerifiedImporter, check: DependencyCheck, needed_by: str) -> None:
-    """Tell the import gate the policy allows the unverified dependency ``check``."""
+def _allow_dependency(
+    gate: VerifiedImporter, check: DependencyCheck, needed_by: str, owner: str
+) -> None:
+    """Tell the import gate the policy allows the unverified dependency ``check`` for the
+    imports of ``needed_by`` (whose verified code the gate knows as ``owner``) and of
+    unverified code."""
     if check.location is None or check.metadata_path is None:
         return
     files = [os.path.join(check.location, *path.split("/")) for path in check.files]
-    tree = _origins.editable_tree(check.metadata_path)
+    trees, modules = editable_modules(check.metadata_path)
+    files += modules
     why = f"an unverified dependency of {needed_by} the policy allows"
-    gate.allow(files, check.distribution, why, [tree] if tree else [])
+    gate.allow(files, check.distribution, why, trees, serves=owner)
 
 
 def _listed(value: Any) -> Any:

@@ -66,6 +66,16 @@ class Allowed(NamedTuple):
     """Why the host allows it (its policy)."""
 
 
+class _Allowance(NamedTuple):
+    """Unverified files the host allows, and for whose imports."""
+
+    distribution: str
+    why: str
+    serves: str | None
+    """The verified code (its owner, as registered) it is allowed for; ``None``: for no
+    verified code, only the host and unverified code the policy admits (a waived driver)."""
+
+
 class _Claim(NamedTuple):
     """A module name claimed for a verified distribution."""
 
@@ -86,8 +96,8 @@ class VerifiedImporter:
         self._packages: set[str] = set()
         self._namespaces: dict[str, list[str]] = {}
         self._code: dict[str, str] = {}
-        self._allowed: dict[str, tuple[str, str]] = {}
-        self._allowed_trees: dict[str, tuple[str, str]] = {}
+        self._allowed: dict[str, list[_Allowance]] = {}
+        self._allowed_trees: dict[str, list[_Allowance]] = {}
         self._verdicts: dict[str, int] = {}
         self._locked = False
         self._sequence = 0
@@ -168,14 +178,23 @@ class VerifiedImporter:
         return name in self._namespaces
 
     def allow(
-        self, files: Iterable[str], distribution: str, why: str, trees: Iterable[str] = ()
+        self,
+        files: Iterable[str],
+        distribution: str,
+        why: str,
+        trees: Iterable[str] = (),
+        serves: str | None = None,
     ) -> None:
-        """Let the unverified ``files`` (and every file under ``trees``) of ``distribution``
-        be imported where the gate judges imports: the host allows them, saying ``why``."""
+        """Let the unverified ``files`` (and every file under ``trees``, but none inside a
+        virtual environment or site directory below one) of ``distribution`` be imported
+        where the gate judges imports: the host allows them, saying ``why``, for the imports
+        of the verified code of ``serves`` (its owner, as :meth:`register` was given it) and
+        of code that is not verified; never for another verified distribution's code."""
+        allowance = _Allowance(distribution, why, serves)
         for path in files:
-            self._allowed[_origins.real_file(path)] = (distribution, why)
+            self._allowed.setdefault(_origins.real_file(path), []).append(allowance)
         for tree in trees:
-            self._allowed_trees[os.path.realpath(tree)] = (distribution, why)
+            self._allowed_trees.setdefault(os.path.realpath(tree), []).append(allowance)
         self._verdicts.clear()
 
     def install(self) -> None:
@@ -284,6 +303,18 @@ class VerifiedImporter:
             frame = frame.f_back
         return None
 
+    def _verified_callers(self) -> set[str]:
+        """The owners of all verified code on this thread's stack."""
+        owners: set[str] = set()
+        frame: FrameType | None = sys._getframe(1)
+        code = self._code
+        while frame is not None:
+            owner = code.get(frame.f_code.co_filename)
+            if owner is not None:
+                owners.add(owner)
+            frame = frame.f_back
+        return owners
+
     # -- judging --------------------------------------------------------------------------
 
     def _judge_spec(self, fullname: str, spec: ModuleSpec) -> None:
@@ -302,10 +333,21 @@ class VerifiedImporter:
         real = _origins.real_file(origin)
         if self._trusted(real):
             return
-        allowance = self._allowance(real)
-        if allowance is not None:
-            self._log(self._allowed_log, Allowed(fullname, origin, *allowance))
-            return
+        allowances = self._allowances(real)
+        if allowances:
+            callers = self._verified_callers() if self._code else set()
+            for allowance in allowances:
+                if not callers or allowance.serves in callers:
+                    entry = Allowed(fullname, origin, allowance.distribution, allowance.why)
+                    self._log(self._allowed_log, entry)
+                    return
+            raise self._refuse(
+                fullname,
+                origin,
+                f"import of {fullname!r} refused: {origin} is not verified; it is allowed "
+                f"only for the imports of {allowances[0].distribution} "
+                f"({allowances[0].why}), not for other verified code",
+            )
         raise self._refuse(
             fullname,
             origin,
@@ -328,14 +370,14 @@ class VerifiedImporter:
             self._resolving.discard(thread)
         return host.owns(real)
 
-    def _allowance(self, real: str) -> tuple[str, str] | None:
-        found = self._allowed.get(real)
-        if found is not None:
-            return found
-        for tree, allowance in self._allowed_trees.items():
-            if real.startswith(tree + os.sep):
-                return allowance
-        return None
+    def _allowances(self, real: str) -> list[_Allowance]:
+        """The allowances that name the file ``real``: its own, and those of the trees it is
+        in (a tree never covers a virtual environment or site directory inside it)."""
+        found = list(self._allowed.get(real, ()))
+        for tree, allowances in self._allowed_trees.items():
+            if real.startswith(tree + os.sep) and not _in_environment(tree, real):
+                found.extend(allowances)
+        return found
 
     def _refuse(self, fullname: str, origin: str | None, message: str) -> ImportRefusedError:
         owner = self._verified_caller()
@@ -444,6 +486,20 @@ def _namespace_spec(fullname: str, folders: list[str], path: Sequence[str] | Non
     spec = ModuleSpec(fullname, None, is_package=True)
     spec.submodule_search_locations = portions
     return spec
+
+
+def _in_environment(tree: str, real: str) -> bool:
+    """Whether ``real``, a file below ``tree``, lies in a site directory or a virtual
+    environment (a folder with ``pyvenv.cfg``) between the two: installed files, not the
+    tree's own."""
+    folder = os.path.dirname(real)
+    while len(folder) > len(tree):
+        if os.path.basename(folder) in _origins.SITE_NAMES:
+            return True
+        if os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+            return True
+        folder = os.path.dirname(folder)
+    return os.path.exists(os.path.join(tree, "pyvenv.cfg"))
 
 
 def _origin(claim: _Claim) -> str:

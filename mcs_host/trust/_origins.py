@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 __all__ = [
+    "SITE_NAMES",
     "HostInstall",
     "bootstrap_files",
     "editable_tree",
@@ -28,10 +29,12 @@ __all__ = [
     "is_stdlib",
     "real_file",
     "record_files",
+    "record_rows",
     "stdlib_roots",
 ]
 
-_SITE_NAMES = frozenset({"site-packages", "dist-packages"})
+SITE_NAMES = frozenset({"site-packages", "dist-packages"})
+"""The names of the directories installers put distributions in."""
 _ROOTS: tuple[str, ...] | None = None
 
 
@@ -68,7 +71,7 @@ def is_stdlib(real: str) -> bool:
     for root in stdlib_roots():
         if real.startswith(root) and real[len(root) : len(root) + 1] in (os.sep, ""):
             below = real[len(root) + 1 :].split(os.sep, 1)[0]
-            return below not in _SITE_NAMES
+            return below not in SITE_NAMES
     return False
 
 
@@ -270,7 +273,7 @@ def _loaded_from(metadata_path: str, package_dir: str) -> bool:
     site = os.path.dirname(metadata_path)
     if os.path.realpath(os.path.join(site, "mcs_host")) != package_dir:
         return False
-    rows = dict(_record_rows(metadata_path))
+    rows = dict(record_rows(metadata_path))
     recorded = rows.get("mcs_host/__init__.py")
     if recorded is None:
         return False
@@ -303,7 +306,7 @@ def _file_hash(path: str, algorithm: str) -> str | None:
         return None
 
 
-def _record_rows(metadata_path: str) -> Iterator[tuple[str, tuple[str, str]]]:
+def record_rows(metadata_path: str) -> Iterator[tuple[str, tuple[str, str]]]:
     """``(path, (algorithm, hash))`` of each RECORD row; nothing for an unreadable RECORD."""
     import csv
     import io
@@ -324,7 +327,7 @@ def record_files(metadata_path: str) -> set[str]:
     """The real paths of the files a distribution's RECORD lists inside its site directory."""
     site = os.path.realpath(os.path.dirname(metadata_path))
     found = set()
-    for path, _ in _record_rows(metadata_path):
+    for path, _ in record_rows(metadata_path):
         parts = path.split("/")
         if not path or path.startswith(("/", "\\")) or ".." in parts:
             continue  # scripts and data land outside the site directory

@@ -24,11 +24,11 @@ from pydantic import ValidationError
 
 from mcs_host.contract import DriverMeta
 
+from ._editable import editable_modules
 from ._errors import IntegrityError
 from ._gate import ImportRefusedError, VerifiedImporter, gate
 from ._loaders import is_verified_module, loaded_from
 from ._native import is_shared_library
-from ._origins import editable_tree
 from .digest import FileEntry, ModuleFile, TreeDigest
 from .verification import Verification
 
@@ -112,16 +112,19 @@ def import_driver(verification: Verification, importer: VerifiedImporter | None 
 
 
 def _allow_unverified(importer: VerifiedImporter, verification: Verification) -> None:
+    """Tell the gate the policy allows this unverified driver's own files (its installed
+    ones, and an editable install's package directories), for its own imports only."""
     candidate = verification.candidate
-    tree = editable_tree(candidate.metadata_path)
-    files = []
+    files: list[str] = []
     if verification.scan is not None and verification.scan.digest is not None:
         files = [
             os.path.join(candidate.location, *entry.path.split("/"))
             for entry in verification.scan.digest.entries
         ]
+    trees, modules = editable_modules(candidate.metadata_path, [candidate.module])
+    files += modules
     why = "an unverified driver the policy allows"
-    importer.allow(files, candidate.distribution, why, [tree] if tree else [])
+    importer.allow(files, candidate.distribution, why, trees)
 
 
 def refuse_imported_elsewhere(
