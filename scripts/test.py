@@ -4,9 +4,9 @@
     python3.11 scripts/test.py 3.12         # only the versions named
     python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
 
-For each version: a venv in .venvs/py3.X, the host with its test, mcp and docs extras and the
-bundled plugins installed editable, then mypy and pytest (one worker per core, pytest-xdist). ruff
-(lint and format check) runs once.
+For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras and
+the bundled plugins installed editable, then mypy and pytest (one worker per core, pytest-xdist).
+ruff (lint and format check) runs once.
 A version whose interpreter is missing is reported as skipped; any failure exits 1.
 """
 
@@ -80,7 +80,7 @@ def venv_python(version: str, interpreter: str) -> Path:
 def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bool) -> bool:
     python = str(venv_python(version, interpreter))
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    editable = ["-e", ".[test,mcp,docs]"]
+    editable = ["-e", ".[test,mcp,docs,attest]"]
     for plugin in PLUGINS:
         editable += ["-e", str(plugin.relative_to(ROOT))]
     install = [python, "-m", "pip", "install", *pip_output(), *editable]
