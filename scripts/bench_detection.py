@@ -33,6 +33,13 @@ ADVERSARIAL: dict[str, str] = {
     "quotes flipping between braces": 'x"{"tool": "get_weather", "arguments": {',
     "apostrophes and braces": "it's {'a': [",
     "<think> openers": "<think>",
+    "every family's reasoning openings nested": (
+        "[THINK]<think><seed:think><mm:think><|channel><|START_THINKING|><|inner_prefix|>"
+        "<|open|>think<|sep|><|channel|>analysis<|message|>"
+    ),
+    "blocks closed, foreign tags and </think> inside": (
+        "[THINK]<think></think><seed:think>[/THINK]<|channel></think>[THINK]<channel|></think>"
+    ),
     "<tool_call> openers": "<tool_call>",
     "unclosed <tool_call> JSON": '<tool_call>{"name": "x", ',
     "<function=...><parameter=...>": "<function=get_weather><parameter=a>",

@@ -89,7 +89,7 @@ def test_the_csv_benchmark_finds_the_same_median_both_ways() -> None:
 def test_the_detection_benchmark_measures_every_case_at_every_size() -> None:
     section = bench("bench_detection.py", "--sizes", "0.01,0.1", "--repeat", "1")
     rows = section["markdown"][2:]
-    assert len(rows) == 21  # prose and twenty adversarial shapes
+    assert len(rows) == 23  # prose and twenty-two adversarial shapes
     assert all(row.count(" ms |") == 2 for row in rows)
     assert [b["unit"] for b in section["budgets"]] == [" ms", "x"]
 

@@ -394,6 +394,15 @@ def test_no_model_output_raises_out_of_the_orchestrator(output: Any, expected: s
 ADVERSARIAL = {
     "think openers": "<think>" * 30_000,
     "thinking openers, mixed case": "<THINKING>" * 20_000,
+    # every family's reasoning opening inside another's: one block, read to its own closing
+    "reasoning openings of every family, nested, never closed": (
+        "[THINK]<think><seed:think><mm:think><|channel><|START_THINKING|><|inner_prefix|>"
+        "<|open|>think<|sep|><|channel|>analysis<|message|>" * 2_500
+    ),
+    "blocks closed, other families' tags and quoted closings inside": (
+        "[THINK]<think></think><seed:think>[/THINK]<|channel></think>[THINK]<channel|>"
+        '</think>{"tool": "add", "arguments": {' * 4_000
+    ),
     "pythonic openers of an offered tool": "[get_weather(" * 15_000,
     "line-protocol calls never closed": "@tool add {\n" * 20_000,
     "unclosed calls of an offered tool": '{"tool": "add", "arguments": {' * 6_000,

@@ -16,8 +16,10 @@ and the native stream classes are what a client feeds beside it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,9 +29,12 @@ from .calls import Detection
 from .detection import detect
 from .healing import MISSING_BRACE, OPEN_INVOKE
 from .native import as_mapping
-from .text import DEFAULT_FORMATS, TextFormats
+from .text import DEFAULT_FORMATS, Reasoning, TextFormats
 
 if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
+
     from mcs_host.contract import DriverResponse
 
 __all__ = [
@@ -86,9 +91,10 @@ _CALL, _THINK, _STRAY, _FENCE = range(4)
 a reasoning block (never shown), a stray ``</think>`` (dropped), a code fence (held until it
 closes, then shown unless it holds a call)."""
 _SCAN, _REASON, _HOLD, _DONE = range(4)
-_THOUGHTS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
-"""The reasoning tags :mod:`.text` sets aside whatever the formats (in any letter case)."""
 _FENCE_MARK = "```"
+_IN_PLACE = "<think></think>"
+"""Read before a closed bracket or fence that a reasoning tag came before: detection then
+reads it as in its place, where a ``</think>`` no longer ends reasoning the prompt opened."""
 _BRACKETS = {"{": "}", "[": "]"}
 
 
@@ -106,7 +112,17 @@ class _Automaton:
     """Aho-Corasick over a few short patterns: a state is the set of partial matches the text
     ends with, built the first time the text reaches it, so a character costs one lookup."""
 
-    __slots__ = ("_alphabet", "_ids", "_patterns", "_states", "ends", "firsts", "held", "moves")
+    __slots__ = (
+        "_alphabet",
+        "_ids",
+        "_patterns",
+        "_states",
+        "ends",
+        "firsts",
+        "held",
+        "moves",
+        "reach",
+    )
 
     def __init__(self, patterns: tuple[_Pattern, ...]) -> None:
         self._patterns = patterns
@@ -123,6 +139,9 @@ class _Automaton:
         """Per state, how many of the last characters may be the start of a match."""
         self.ends: list[tuple[int, ...]] = [()]
         """Per state, the patterns (indexes) a match of which ends on entering it."""
+        self.reach: list[int] = [0]
+        """Per state, the length of the longest match or partial match the text ends with:
+        one longer than a match that ends there began before it."""
 
     @property
     def patterns(self) -> tuple[_Pattern, ...]:
@@ -154,6 +173,8 @@ class _Automaton:
             self.moves.append({})
             self.held.append(max((matched for _, matched in key[0]), default=0))
             self.ends.append(key[1])
+            lengths = (len(self._patterns[index].text) for index in key[1])
+            self.reach.append(max((self.held[-1], *lengths)))
         self.moves[state][char] = target
         return target
 
@@ -174,9 +195,9 @@ class _Openers:
     """One of those."""
     closers: dict[int, tuple[_Automaton, re.Pattern[str]]]
     """Per reasoning opener (its pattern index), its closing's automaton and first characters."""
-    reasoning: re.Pattern[str]
-    """Any reasoning opening or stray ``</think>``, to take them out of text shown at the end."""
-    closings: dict[str, re.Pattern[str]]
+    reader: Reasoning
+    """The reader of reasoning detection uses: what it leaves of the text held to the end is
+    shown then."""
     unmarked: bool
     """A format declares no marker: it may read a call anywhere, so nothing is shown early."""
     tag_limit: int
@@ -187,13 +208,11 @@ def _table(formats: TextFormats | None = None) -> _Openers:
     reasoning blocks, the ``<think>`` tags and the JSON protocol's fences (its brackets are
     read apart); built once per set of formats."""
     formats = formats or DEFAULT_FORMATS
-    return _openers(tuple((f.markers, f.reasoning) for f in formats.formats))
+    return _openers(tuple(f.markers for f in formats.formats), formats.reasoning)
 
 
 @lru_cache(maxsize=32)
-def _openers(
-    declared: tuple[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], ...],
-) -> _Openers:
+def _openers(declared: tuple[tuple[str, ...], ...], reader: Reasoning) -> _Openers:
     patterns: dict[tuple[str, bool], _Pattern] = {}
 
     def add(pattern: _Pattern) -> None:
@@ -202,17 +221,15 @@ def _openers(
             patterns[key] = pattern
 
     add(_Pattern(_FENCE_MARK, _FENCE))
-    for opening, closing in _THOUGHTS:
-        add(_Pattern(opening, _THINK, True, closing))
+    for block in reader.blocks:
+        add(_Pattern(block.opening, _THINK, block.folded, block.closing))
+    for closing in reader.strays:
         add(_Pattern(closing, _STRAY, True))
-    for markers, reasoning in declared:
+    for markers in declared:
         for marker in markers:
             if marker == _FENCE_MARK or marker in _BRACKETS or not marker:
                 continue  # the JSON protocol's own: fences and brackets are read apart
             add(_Pattern(marker, _CALL))
-        for opening, closing in reasoning:
-            if opening and closing:
-                add(_Pattern(opening, _THINK, False, closing))
     ordered = tuple(patterns.values())
     automaton = _Automaton(ordered)
     closers = {}
@@ -220,16 +237,6 @@ def _openers(
         if pattern.kind == _THINK:
             closer = _Automaton((_Pattern(pattern.closing, _STRAY, pattern.folded),))
             closers[index] = (closer, re.compile(f"[{re.escape(closer.firsts)}]"))
-    blocks = [p for p in ordered if p.kind in (_THINK, _STRAY)]
-    spelled = sorted(blocks, key=lambda p: -len(p.text))
-    alternatives = "|".join(
-        f"(?i:{re.escape(p.text)})" if p.folded else re.escape(p.text) for p in spelled
-    )
-    closings = {
-        p.text: re.compile(re.escape(p.closing), re.IGNORECASE if p.folded else 0)
-        for p in blocks
-        if p.kind == _THINK
-    }
     starts = "".join(sorted(set(automaton.firsts + "{[<")))
     inside = "".join(sorted(set(automaton.firsts + "{}[]\"'\\")))
     return _Openers(
@@ -239,33 +246,10 @@ def _openers(
         inside,
         re.compile(f"[{re.escape(inside)}]"),
         closers,
-        re.compile(alternatives),
-        closings,
-        any(not any(markers) for markers, _ in declared),
+        reader,
+        any(not any(markers) for markers in declared),
         max(64, 2 * max(len(p.text) for p in ordered)),
     )
-
-
-def _visible(text: str, found: _Openers) -> str:
-    """``text`` without its reasoning blocks (one never closed runs to the end) and stray
-    ``</think>`` tags: one search from each block's end to the next opening."""
-    kept: list[str] = []
-    at = 0
-    while True:
-        opening = found.reasoning.search(text, at)
-        if opening is None:
-            kept.append(text[at:])
-            return "".join(kept)
-        kept.append(text[at : opening.start()])
-        token = opening.group()
-        closing = found.closings.get(token) or found.closings.get(token.lower())
-        if closing is None:  # a stray closing
-            at = opening.end()
-            continue
-        end = closing.search(text, opening.end())
-        if end is None:
-            return "".join(kept)
-        at = end.end()
 
 
 class _Scanner:
@@ -285,6 +269,7 @@ class _Scanner:
         "_closer",
         "_escape",
         "_fence",
+        "_first",
         "_found",
         "_held",
         "_idle",
@@ -332,6 +317,8 @@ class _Scanner:
         self._escape = False
         self._closer: tuple[_Automaton, re.Pattern[str]] | None = None
         self._reasoning = 0
+        self._first = -1
+        """Where the first reasoning opening or ``</think>`` began (-1: none yet)."""
 
     @property
     def holding(self) -> bool:
@@ -448,9 +435,10 @@ class _Scanner:
             closed = closed or opened
         if closed:
             whole = "".join(self._long)
+            began = max(self._span, self._fence)
             self._long = []
             self._span = self._fence = -1
-            if self._check(whole):
+            if self._check(_IN_PLACE + whole if 0 <= self._first < began else whole):
                 self._hold()
                 return
             self._held += whole
@@ -474,10 +462,16 @@ class _Scanner:
         """Act on the match of pattern ``index`` ending at ``at``: ``None`` when reading
         changed course (a call, a reasoning block, a dropped closing), else whether a fence
         closed."""
-        pattern = self._found.automaton.patterns[index]
+        automaton = self._found.automaton
+        pattern = automaton.patterns[index]
         begins = at - len(pattern.text) + 1
+        if pattern.kind in (_THINK, _STRAY) and self._first < 0:
+            self._first = begins
         if pattern.kind == _CALL:
             self._hold()
+            return None
+        if pattern.kind in (_THINK, _STRAY) and automaton.reach[self._state] > len(pattern.text):
+            self._hold()  # an opener begun before it may be what the reader meets first
             return None
         if pattern.kind == _THINK:
             if self._fence >= 0 or 0 <= self._span < begins:
@@ -532,10 +526,12 @@ class _Scanner:
         return False
 
     def _show(self, end: int, shown: list[str]) -> None:
-        """Show the held text up to ``end``."""
+        """Show the held text up to ``end``: a closed bracket or fence may hold a stray
+        ``</think>``, which the reader of reasoning drops (no opening is ever shown)."""
         cut = end - self._start
         if cut > 0:
-            shown.append(self._held[:cut])
+            piece = self._held[:cut]
+            shown.append(self._found.reader.shown(piece) if "</" in piece else piece)
             self._held = self._held[cut:]
             self._start = end
 
@@ -579,18 +575,19 @@ class TextStream(_Scanner):
     ``feed`` returns the text that is safe to show now, never a fragment of call markup: it
     holds back a tail while it may be the start of one of the openers of the orchestrator's
     text formats, a bracket or a fence until it closes (then shows it unless it holds a call),
-    and everything from a call's marker on. Reasoning blocks are not shown. ``finish`` returns
-    what ``process_llm_response`` of the whole text returns (it runs it once), and
+    and everything from a call's marker on. Reasoning blocks, read by the one reader detection
+    reads them with, are not shown. ``finish`` returns what ``process_llm_response`` of the
+    whole text returns (it runs the calls once, however often it is called), and
     :attr:`rest` the held text that turned out not to be a call. Cost is linear in the length
     of the text however it is chunked.
     """
 
-    __slots__ = ("_driver", "_response", "_rest")
+    __slots__ = ("_driver", "_end", "_rest")
 
     def __init__(self, driver: _Driver) -> None:
         super().__init__(_table(driver.text_formats), lambda text: driver.detect(text).found)
         self._driver = driver
-        self._response: DriverResponse | None = None
+        self._end = _Once()
         self._rest = ""
 
     @property
@@ -601,29 +598,126 @@ class TextStream(_Scanner):
 
     def finish(self) -> DriverResponse:
         """The end of the response: what ``process_llm_response`` returns for the whole
-        text; :attr:`rest` is then the text left to show."""
-        if self._response is None:
-            text = self.text
-            self._settle(text, self._driver.process_llm_response(text))
-        assert self._response is not None
-        return self._response
+        text; :attr:`rest` is then the text left to show. The first caller runs the calls;
+        any other, at the same time (another thread, :meth:`afinish` on an event loop) or
+        later, waits for that answer and gets the same response, or the same exception."""
+        if self._end.claim(sync=True):
+            text = self._close()
+            try:
+                response = self._driver.process_llm_response(text)
+                self._rest = self._left(text, response)
+            except BaseException as exc:
+                self._end.settle(None, exc)
+                raise
+            self._end.settle(response, None)
+        return self._end.wait()
 
     async def afinish(self) -> DriverResponse:
-        """:meth:`finish` on an event loop (``aprocess_llm_response``)."""
-        if self._response is None:
-            text = self.text
-            self._settle(text, await self._driver.aprocess_llm_response(text))
+        """:meth:`finish` on an event loop (``aprocess_llm_response``); waiting for another
+        caller's answer, the loop goes on."""
+        if self._end.claim(sync=False):
+            text = self._close()
+            try:
+                response = await self._driver.aprocess_llm_response(text)
+                self._rest = self._left(text, response)
+            except BaseException as exc:  # a cancelled first caller too: nothing runs again
+                self._end.settle(None, exc)
+                raise
+            self._end.settle(response, None)
+        return await self._end.answer()
+
+    def _close(self) -> str:
+        """Take no more chunks: the whole text."""
+        self._mode = _DONE
+        self._idle = self._plain = False
+        return self.text
+
+    def _left(self, text: str, response: DriverResponse) -> str:
+        """What is left to show: the held text as the reader of reasoning shows it, when the
+        orchestrator did not act on the response."""
+        return self._found.reader.shown(text[self._start :]) if response.is_empty else ""
+
+
+class _Once:
+    """The answer to a stream's end, which its first caller computes: every other caller, a
+    thread blocked in :meth:`wait` or a task awaiting :meth:`answer` (its loop goes on), gets
+    the same response or the same exception. The lock is held only to read and set state."""
+
+    __slots__ = ("_claimed", "_done", "_error", "_lock", "_response", "_runner", "_waiters")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._claimed = False
+        self._runner: tuple[int, bool] = (0, False)
+        """The first caller's thread, and whether it is :meth:`TextStream.finish`."""
+        self._response: DriverResponse | None = None
+        self._error: tuple[BaseException, TracebackType | None] | None = None
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        """The tasks waiting, each with its loop, woken from the thread that settles."""
+
+    def claim(self, sync: bool) -> bool:
+        """Whether the caller is the first: then it computes the answer and settles it."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            self._runner = (threading.get_ident(), sync)
+            return True
+
+    def settle(self, response: DriverResponse | None, error: BaseException | None) -> None:
+        """The first caller's ``response``, or the ``error`` it raised: wake every waiter."""
+        with self._lock:
+            self._response = response
+            self._error = None if error is None else (error, error.__traceback__)
+            waiters, self._waiters = self._waiters, []
+            self._done.set()
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: no one waits there
+                loop.call_soon_threadsafe(_wake, future)
+
+    def wait(self) -> DriverResponse:
+        """The answer, this thread blocked until the first caller has it."""
+        if not self._done.is_set():
+            if self._runner[0] == threading.get_ident():
+                raise RuntimeError(_SAME_THREAD)
+            self._done.wait()
+        return self._answer()
+
+    async def answer(self) -> DriverResponse:
+        """The answer, awaited until the first caller has it."""
+        import asyncio  # noqa: PLC0415 - asyncio costs 20 ms to import: only for async users
+
+        future: asyncio.Future[None] | None = None
+        with self._lock:
+            if not self._done.is_set():
+                if self._runner == (threading.get_ident(), True):
+                    raise RuntimeError(_SAME_THREAD)
+                loop = asyncio.get_running_loop()
+                future = loop.create_future()
+                self._waiters.append((loop, future))
+        if future is not None:
+            await future
+        return self._answer()
+
+    def _answer(self) -> DriverResponse:
+        if self._error is not None:
+            error, traceback = self._error
+            raise error.with_traceback(traceback)
         assert self._response is not None
         return self._response
 
-    def _settle(self, text: str, response: DriverResponse) -> None:
-        if self._response is not None:
-            return  # finished twice at once on an event loop: the first answer stands
-        self._response = response
-        if response.is_empty:
-            self._rest = _visible(text[self._start :], self._found)
-        self._mode = _DONE
-        self._idle = self._plain = False
+
+_SAME_THREAD = (
+    "this stream is being finished on this thread (by afinish() on this thread's event loop, "
+    "or by a finish() that has not returned), so waiting for it here would never end: await "
+    "afinish() on that loop, or call finish() from another thread"
+)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a waiter cancelled meanwhile has its answer already
+        future.set_result(None)
 
 
 class _Driver(Protocol):

@@ -1,16 +1,21 @@
 """Detection, step two: tool calls written as text, in every format models use.
 
 Reasoning blocks (``<think>``, and those the formats declare) are set aside first: nothing in
-them is a call. Then the formats are tried in their order (:mod:`.families` holds the
-built-in ones, one module per model family; a host plugin may add more), and the first that
-finds its markers and returns a detection wins. Last comes the JSON protocol: the whole
-text, fenced blocks, or objects in prose (several objects, an array or JSON lines are several
-calls). The seed protocol ``{"thought", "action": {"tool", "args"}}`` is a call and
-``{"final": ...}`` a final answer.
+them is a call. :class:`Reasoning` reads them in one pass from left to right, as the model
+wrote them: the earliest opening skips to its own closing, and another family's tags inside
+are plain text; the stream (:mod:`.streaming`) shows what the same reader leaves. Then the
+formats are tried in their order (:mod:`.families` holds the built-in ones, one module per
+model family; a host plugin may add more), and the first that finds its markers and returns
+a detection wins. Last comes the JSON protocol: the whole text, fenced blocks, or objects in
+prose (several objects, an array or JSON lines are several calls). The seed protocol
+``{"thought", "action": {"tool", "args"}}`` is a call and ``{"final": ...}`` a final answer.
 
 A JSON-like fragment that does not parse is healed when it clearly is a call (see
 :mod:`.healing`); a call cut off mid-way is reported, never run. Prose, a JSON answer
 (an object with a ``name`` but no arguments), LaTeX and template placeholders are not calls.
+
+One module: the reasoning reader, the formats in their order and the JSON protocol after
+them are the three parts of one reading of the text, in the order they run.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import bisect
 import json
 import re
 import warnings
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .calls import TextCall, TextDetection, TextFormat
@@ -36,12 +43,6 @@ from .scanning import (
 
 __all__ = ["TextFormats", "detect_text"]
 
-_THINK_OPEN = re.compile(r"<(think|thinking)>", re.IGNORECASE)
-_THINK_CLOSE_ANY = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
-_THINK_CLOSE = {
-    "think": re.compile(r"</think>", re.IGNORECASE),
-    "thinking": re.compile(r"</thinking>", re.IGNORECASE),
-}
 _LATEX_BEFORE = re.compile(r"(?:\\[A-Za-z]+|[\^_])\s*$")
 _RARE = "<|[@>]"
 """Characters prose seldom holds, rarest first: a marker is looked for only in a response
@@ -78,15 +79,19 @@ class TextFormats:
                 keyed.setdefault(key, []).append((marker, tuple(positions)))
         self._markers = tuple((key, tuple(group)) for key, group in keyed.items())
         self._always = tuple(p for p, f in enumerate(self._formats) if not any(f.markers))
-        pairs = {pair for f in self._formats for pair in f.reasoning}
-        self._reasoning = tuple(sorted(pairs))
+        self._reasoning = _reasoning(tuple(pair for f in self._formats for pair in f.reasoning))
         # a tag, a marker's key character, or a reasoning block's: the text needs the formats
-        starts = {"<", *keyed, *(opening for opening, _ in self._reasoning)}
+        starts = {"<", *keyed, *(block.opening for block in self._reasoning.blocks)}
         self._marked = re.compile("|".join(re.escape(s) for s in sorted(starts)))
 
     @property
     def formats(self) -> tuple[TextFormat, ...]:
         return self._formats
+
+    @property
+    def reasoning(self) -> Reasoning:
+        """The reader of the reasoning blocks of these formats and the ``<think>`` tags."""
+        return self._reasoning
 
     def unmarked(self, text: str) -> bool:
         """Whether ``text`` holds no tag, no format's marker and no reasoning block: then
@@ -95,16 +100,9 @@ class TextFormats:
 
     def detect(self, text: str, known: Collection[str] = ()) -> TextDetection:
         """The calls in ``text``; ``known`` tool names make ambiguous forms count as calls."""
-        visible = text
-        if "<" in text:  # the regular expressions below only for text that may hold a tag
-            visible, open_left = _without_thoughts(text)
-            if open_left:
-                return TextDetection(format="none", unfinished_thought=True)
-        for opening, closing in self._reasoning:
-            if opening in visible:
-                visible, open_left = _without_blocks(visible, opening, closing)
-                if open_left:
-                    return TextDetection(format="none", unfinished_thought=True)
+        visible, open_left = self._reasoning.set_aside(text)
+        if open_left:
+            return TextDetection(format="none", unfinished_thought=True)
         # one substring search per marker: most responses hold none, and go to JSON at once
         due: set[int] = set(self._always)
         for key, group in self._markers:
@@ -127,44 +125,119 @@ class TextFormats:
         return _json_protocol(visible, known)
 
 
-def _without_thoughts(text: str) -> tuple[str, bool]:
-    """``text`` without its ``<think>`` blocks (any case), and whether one never closes:
-    each opening is followed by one search for its closing, so the text is read once. A
-    ``</think>`` before any opening ends reasoning the prompt opened (templates that put
-    ``<think>`` in the prompt): what comes before it is reasoning too."""
-    kept: list[str] = []
-    start = 0
-    first_close = _THINK_CLOSE_ANY.search(text)
-    if first_close is not None:
-        first_open = _THINK_OPEN.search(text, 0, first_close.start())
-        if first_open is None:
-            start = first_close.end()
-    while True:
-        found = _THINK_OPEN.search(text, start)
-        if found is None:
-            kept.append(text[start:])
-            return "".join(kept), False
-        kept.append(text[start : found.start()])
-        end = _THINK_CLOSE[found.group(1).lower()].search(text, found.end())
-        if end is None:
-            return "".join(kept), True
-        start = end.end()
+THOUGHTS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
+"""The reasoning tags set aside whatever the formats, in any letter case."""
 
 
-def _without_blocks(text: str, opening: str, closing: str) -> tuple[str, bool]:
-    """``text`` without its ``opening ... closing`` blocks, and whether one never closes."""
-    kept: list[str] = []
-    start = 0
-    while True:
-        found = text.find(opening, start)
-        if found == -1:
-            kept.append(text[start:])
-            return "".join(kept), False
-        kept.append(text[start:found])
-        end = text.find(closing, found + len(opening))
-        if end == -1:
-            return "".join(kept), True
-        start = end + len(closing)
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One kind of reasoning block."""
+
+    opening: str
+    closing: str
+    folded: bool = False
+    """Read in any letter case (the ``<think>`` tags)."""
+
+
+class Reasoning:
+    """The reasoning blocks of the formats in use, read in one pass from left to right.
+
+    The earliest opening, of any family, starts a block that runs to its own closing (one
+    never closed runs to the end): another family's tags inside it, a quoted ``</think>``
+    among them, are plain text. A ``</think>`` (or ``</thinking>``) before any opening ends
+    reasoning the prompt opened (templates that put ``<think>`` in the prompt); anywhere else
+    it opens nothing. Detection reads what :meth:`set_aside` leaves and the stream shows what
+    :meth:`shown` leaves, so what runs and what is shown come from one reading. Linear: the
+    openings are found by searches that go on from the last block's end, each closing by one
+    search after its opening.
+    """
+
+    __slots__ = ("_exact", "_folded", "_searches", "blocks")
+
+    strays: tuple[str, ...] = tuple(closing for _, closing in THOUGHTS)
+    """The closings that may come with no opening (any letter case): ``</think>``..."""
+
+    def __init__(self, declared: Iterable[tuple[str, str]] = ()) -> None:
+        thoughts = {tag for pair in THOUGHTS for tag in pair}
+        blocks = [Block(opening, closing, folded=True) for opening, closing in THOUGHTS]
+        for opening, closing in declared:  # an opening two formats declare: the first's closing
+            taken = opening.lower() in thoughts or any(b.opening == opening for b in blocks)
+            if opening and closing and not taken:
+                blocks.append(Block(opening, closing))
+        self.blocks: tuple[Block, ...] = tuple(blocks)
+        """The ``<think>`` tags, then each opening the formats declare, in their order."""
+        self._exact: dict[str, re.Pattern[str]] = {}
+        """Per opening, its closing."""
+        self._folded: dict[str, re.Pattern[str] | None] = dict.fromkeys(self.strays)
+        """Per opening read in any case (in lower case), its closing; ``None`` for a stray."""
+        groups: dict[str, list[tuple[str, bool]]] = {}
+        for block in self.blocks:
+            ends = re.compile(re.escape(block.closing), re.IGNORECASE if block.folded else 0)
+            (self._folded if block.folded else self._exact)[block.opening] = ends
+        for token in (*(b.opening for b in self.blocks), *self.strays):
+            groups.setdefault(token[0], []).append((token, token in self._folded))
+        self._searches = tuple((first, _search(tokens)) for first, tokens in groups.items())
+
+    def set_aside(self, text: str) -> tuple[str, bool]:
+        """``text`` as detection reads it: without its reasoning blocks, nor what comes
+        before a ``</think>`` that precedes every opening; and whether a block never closes."""
+        return self._read(text, detecting=True)
+
+    def shown(self, text: str) -> str:
+        """``text`` as it is shown: without its reasoning blocks (one never closed runs to
+        the end) and without a ``</think>`` outside them."""
+        return self._read(text, detecting=False)[0]
+
+    def _read(self, text: str, detecting: bool) -> tuple[str, bool]:
+        searches = [search for first, search in self._searches if first in text]
+        ahead = [search(text) for search in searches]  # each group's next opening or closing
+        kept: list[str] = []
+        at = 0
+        while True:
+            found = None
+            for index, next_one in enumerate(ahead):
+                match = next_one
+                if match is not None and match.start() < at:  # inside the block just read
+                    match = ahead[index] = searches[index](text, at)
+                if match is not None and (found is None or match.start() < found.start()):
+                    found = match
+            if found is None:
+                kept.append(text[at:])
+                return "".join(kept), False
+            token = found.group()
+            if token in self._exact:
+                closing: re.Pattern[str] | None = self._exact[token]
+            else:
+                closing = self._folded[token.lower()]
+            if closing is None:  # a stray: first of all, it ends reasoning the prompt opened
+                if not detecting:
+                    kept.append(text[at : found.start()])
+                elif at:
+                    kept.append(text[at : found.end()])
+                at = found.end()
+                continue
+            kept.append(text[at : found.start()])
+            end = closing.search(text, found.end())
+            if end is None:
+                return "".join(kept), True
+            at = end.end()
+
+
+def _search(tokens: list[tuple[str, bool]]) -> Callable[..., re.Match[str] | None]:
+    """One search for ``tokens`` (``(token, folded)``, sharing their first character, which
+    is ``<`` for the folded ones): the shortest first, as the stream meets them, and that
+    character outside any group, so the engine skips ahead to it."""
+    spelled = [
+        re.escape(token[0]) + (f"(?i:{re.escape(token[1:])})" if folded else re.escape(token[1:]))
+        for token, folded in sorted(tokens, key=lambda pair: len(pair[0]))
+    ]
+    return re.compile("|".join(spelled)).search
+
+
+@lru_cache(maxsize=32)
+def _reasoning(declared: tuple[tuple[str, str], ...]) -> Reasoning:
+    """The reader of ``declared`` blocks; one per set, so the stream's tables are shared."""
+    return Reasoning(declared)
 
 
 DEFAULT_FORMATS = TextFormats()
