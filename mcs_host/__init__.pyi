@@ -65,6 +65,7 @@ from .discovery import (
     PLUGIN_GROUP as PLUGIN_GROUP,
     Problem as Problem,
     requires_dist as requires_dist,
+    shadowing as shadowing,
 )
 
 # Trust: digests, signatures, registries, releases, verification, verified import

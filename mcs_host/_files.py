@@ -1,4 +1,5 @@
-"""Bounded input: every file the host parses is read here, and every JSON text parsed here.
+"""The host's files: every file the host parses is read here, every JSON text parsed here,
+and every file the host writes written here.
 
 A file is opened once, without blocking (a FIFO named like a metadata file must not hang the
 host), checked to be a regular file, and read up to a size limit through that one descriptor.
@@ -6,34 +7,49 @@ JSON is parsed with its nesting depth bounded, so a hostile document ends in an
 :class:`InputError` naming its source, never a ``RecursionError`` or a hang. A state file the
 host reads, changes and writes back is changed under :func:`locked`, so two writers at once
 both count.
+
+A file is written by :func:`write_atomic` (or :func:`replacing`), which puts a whole new file
+in its place, or by :func:`create_new`, which makes one that was not there. Neither writes
+through a symbolic link: every file they open is created by that open (``O_CREAT | O_EXCL |
+O_NOFOLLOW``), so a link planted in a directory the host does not own (a cloned repository)
+leads nowhere, and a new file is private (0600) unless the caller says otherwise.
+:func:`private_problem` says why a secret the host reads is not the user's alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import stat
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 __all__ = [
     "CONFIG_LIMIT",
     "JSON_DEPTH",
     "MANIFEST_LIMIT",
     "METADATA_LIMIT",
+    "PRIVATE",
     "RECORD_LIMIT",
     "REGISTRY_LIMIT",
+    "SHARED",
     "STATE_LIMIT",
     "InputError",
     "Opened",
+    "WriteRefusedError",
+    "create_new",
     "loads_json",
     "locked",
+    "private_problem",
     "read_bytes",
     "read_opened",
     "read_text",
+    "replacing",
     "validation_lines",
+    "write_atomic",
 ]
 
 METADATA_LIMIT = 16 * 1024 * 1024
@@ -53,10 +69,29 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1024 * 1024
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
+"""How every file the host writes is opened: made by this open, never through a link."""
+PRIVATE = 0o600
+"""The mode of a new file the host writes, unless its caller gives another."""
+SHARED = 0o666
+"""The mode (less the umask) of a new file made to be handed on: a registry, a signed wheel
+or envelope, a new project's files."""
 
 
 class InputError(ValueError):
     """A file or text cannot be used; the message names it and says why."""
+
+
+class WriteRefusedError(OSError):
+    """A file the host will not write where it stands (a link, a directory); the message
+    names it and says why. An ``OSError``, so a caller that reports a failed write reports
+    this one."""
+
+    def __init__(self, path: str, problem: str, number: int = errno.EINVAL) -> None:
+        super().__init__(number, problem, path)
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
 
 
 class Opened:
@@ -164,6 +199,133 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes | str, what: str = "the file", *, mode: int = PRIVATE
+) -> None:
+    """Replace the file ``path`` with ``data`` (text as UTF-8), whole; see :func:`replacing`."""
+    with replacing(path, what, mode=mode) as out:
+        out.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@contextlib.contextmanager
+def replacing(
+    path: str | os.PathLike[str], what: str = "the file", *, mode: int = PRIVATE
+) -> Iterator[IO[bytes]]:
+    """A new file to write ``path``'s content into, put in its place whole when the block
+    ends (and removed, ``path`` untouched, when it raises). Its directory is made if missing.
+
+    The new file is made beside it by :func:`create_new`'s open (``O_EXCL | O_NOFOLLOW``),
+    written, flushed to disk, then renamed over ``path``: a reader sees the old file or the
+    new one, never half of it. It keeps the mode of the file it replaces; a new one gets
+    ``mode`` less the umask. A symbolic link at ``path`` is refused
+    (:class:`WriteRefusedError`), neither followed nor replaced: following it writes where
+    whoever made the link chose (the approvals, from a cloned repository), and replacing it
+    would put what was read through it (the user's file, changed) where the link's maker
+    reads it, and would quietly cut a link the user made to keep the file elsewhere; the
+    message says to name the file it leads to. A link put there after that check is
+    replaced, never followed (a rename does not follow links). Anything else that is not a
+    regular file is refused too.
+    """
+    name = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(name))
+    os.makedirs(directory, exist_ok=True)
+    kept = _kept_mode(name, what)
+    base = os.path.basename(name)[:200]
+    for _ in range(100):
+        temporary = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(temporary, _CREATE, mode)
+            break
+    else:  # pragma: no cover - a hundred random names taken
+        raise FileExistsError(errno.EEXIST, f"cannot make a new file beside {what}", name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            if kept is not None and hasattr(os, "fchmod"):
+                os.fchmod(out.fileno(), kept)
+            os.fsync(out.fileno())
+        os.replace(temporary, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_directory(directory)
+
+
+def create_new(
+    path: str | os.PathLike[str], data: bytes | str, what: str = "the file", *, mode: int = PRIVATE
+) -> None:
+    """Write ``data`` (text as UTF-8) to a file this call makes at ``path``, with ``mode``
+    less the umask, flushed to disk. Made by ``O_CREAT | O_EXCL | O_NOFOLLOW``: whatever is
+    there already, a symbolic link (even one that leads nowhere) included, is left as it is
+    and ``FileExistsError`` raised. A write that fails removes the file."""
+    name = os.fspath(path)
+    fd = os.open(name, _CREATE, mode)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def private_problem(status: os.stat_result, path: str) -> str | None:
+    """Why the file at ``path`` whose status is ``status`` is not its user's alone (another
+    user owns it, or its mode gives group or others any access), with what to do; None
+    when it is. POSIX only: elsewhere file modes are not permissions, and None."""
+    if os.name != "posix":
+        return None
+    if status.st_uid != os.getuid():
+        return (
+            f"it belongs to user {status.st_uid}, not to you (user {os.getuid()}): use a file "
+            "of your own, with mode 600"
+        )
+    if status.st_mode & 0o077:
+        return (
+            f"its mode is {stat.S_IMODE(status.st_mode):04o}, which lets group or others "
+            f"use it: run chmod 600 {path}"
+        )
+    return None
+
+
+def _kept_mode(name: str, what: str) -> int | None:
+    """The mode of the regular file ``name``; None when there is none;
+    :class:`WriteRefusedError` when a link or anything else but a regular file is there."""
+    try:
+        status = os.lstat(name)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(status.st_mode):
+        try:
+            leads = f" (to {os.readlink(name)})"
+        except OSError:
+            leads = ""
+        raise WriteRefusedError(
+            name,
+            f"{what} is a symbolic link{leads}; mcs-host writes no file through a link: name "
+            "the file it leads to, or remove the link",
+            errno.ELOOP,
+        )
+    if not stat.S_ISREG(status.st_mode):
+        raise WriteRefusedError(name, f"{what} is {_kind(status.st_mode)}; only a file is replaced")
+    return stat.S_IMODE(status.st_mode)
+
+
+def _sync_directory(directory: str) -> None:
+    """Flush a rename in ``directory`` to disk, where a directory can be opened (POSIX)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, flags)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def loads_json(data: bytes | str, source: str, *, depth: int = JSON_DEPTH) -> Any:

@@ -12,7 +12,8 @@ A fix names the command when there is one. ``LABEL`` stands for the label of the
 host plugin or MCP server and ``DISTRIBUTION`` for its distribution (both filled in where they
 are known); ``VERSION`` and ``NAME`` are for the reader to choose. A dependency, or an MCP
 server run from a distribution, is pinned as a library: its fix says ``mcs-host lock
---distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``.
+--distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``, and a host
+plugin's ``mcs-host lock --plugin LABEL``.
 
 One module: the table is one specification, and splitting it would give a code two homes.
 """
@@ -27,10 +28,10 @@ from typing import Literal
 
 __all__ = ["REASONS", "Reason", "known_reason"]
 
-Subject = Literal["driver", "library", "server"]
-"""What a reason is about: an installed driver or host plugin (``driver``), a distribution
-pinned as a library (a dependency, an MCP server run from its distribution), or an MCP server
-given by URL or command (``server``)."""
+Subject = Literal["driver", "plugin", "library", "server"]
+"""What a reason is about: an installed driver, a host plugin (pinned only by name: ``mcs-host
+lock --plugin LABEL``), a distribution pinned as a library (a dependency, an MCP server run
+from its distribution), or an MCP server given by URL or command (``server``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,8 @@ class Reason:
             text = self.library_fix or text.replace(
                 "mcs-host lock LABEL", "mcs-host lock --distribution DISTRIBUTION"
             )
+        elif subject == "plugin":
+            text = text.replace("mcs-host lock LABEL", "mcs-host lock --plugin LABEL")
         if label:
             text = re.sub(r"\bLABEL\b", label.replace("\\", "\\\\"), text)
         if distribution:
@@ -152,7 +155,8 @@ _TABLE = (
     ),
     Reason(
         "entry-point-mismatch",
-        "its entry point names another object than the registry's entry",
+        "its entry point names another object than the registry's entry, or is a driver's "
+        "where the entry is a host plugin's (or the other way round)",
         "reinstall the release the registry knows; if the new object is intended (a class "
         "renamed), record it: `mcs-host lock LABEL`",
     ),
@@ -252,6 +256,14 @@ _TABLE = (
         "label-conflict",
         "two installed distributions claim the same label, so neither is used",
         "uninstall one, or leave one out with `deny` in the configuration",
+    ),
+    Reason(
+        "plugin-shadows-driver",
+        "a host plugin has the label of an installed driver: `mcs-host lock LABEL` pins the "
+        "driver alone, and the plugin, once pinned, runs in every command",
+        "if you did not install the plugin for its hooks, uninstall the distribution the "
+        "message names for it; if you did, pin it by name: `mcs-host lock --plugin LABEL "
+        "--distribution NAME`",
     ),
     Reason(
         "duplicate-distribution",

@@ -43,6 +43,7 @@ __all__ = [
     "normalize_name",
     "parse_entry_points",
     "requires_dist",
+    "shadowing",
 ]
 
 ENTRY_POINT_GROUP = "mcs.drivers"
@@ -108,7 +109,7 @@ class Problem:
 
     code: str
     """One of ``duplicate-distribution``, ``label-conflict``, ``invalid-entry-point``,
-    ``invalid-label``, ``unreadable-metadata``."""
+    ``invalid-label``, ``unreadable-metadata``, ``plugin-shadows-driver``."""
     message: str
     labels: tuple[str, ...] = ()
     distributions: tuple[str, ...] = ()
@@ -239,6 +240,28 @@ def declare(found: Discovery, declarations: Iterable[tuple[str, str, str]]) -> D
     candidates.sort(key=lambda c: (c.label, c.project, c.version, c.metadata_path))
     problems.sort(key=lambda p: (p.code, p.labels, p.distributions, p.message))
     return Discovery(tuple(candidates), tuple(problems), found.group, found.path)
+
+
+def shadowing(drivers: Discovery, plugins: Discovery) -> tuple[Problem, ...]:
+    """A ``plugin-shadows-driver`` problem for each host plugin among ``plugins`` whose label
+    a driver among ``drivers`` has, naming both distributions: the one label means two
+    things (``mcs-host lock LABEL`` pins the driver alone)."""
+    found = []
+    for plugin in plugins.candidates:
+        for driver in drivers.get(plugin.label):
+            found.append(
+                Problem(
+                    "plugin-shadows-driver",
+                    f"host plugin {plugin.label!r} of {plugin.distribution} {plugin.version} "
+                    f"has the label of the driver {driver.label!r} of {driver.distribution} "
+                    f"{driver.version}: `mcs-host lock {plugin.label}` pins the driver alone; "
+                    f"the host plugin, once pinned (`mcs-host lock --plugin {plugin.label}`), "
+                    "runs in every command",
+                    labels=(plugin.label,),
+                    distributions=tuple(sorted({plugin.project, driver.project})),
+                )
+            )
+    return tuple(found)
 
 
 def installed_distribution(project: str, path: Sequence[str]) -> tuple[str, str, str, str] | None:

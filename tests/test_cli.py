@@ -333,7 +333,7 @@ def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
     fixes = {d["label"]: d["fix"] for d in [*document["drivers"], *document["plugins"]]}
     assert fixes["loose"] == fix.removeprefix("  fix: ")
     assert fixes["pinned"] is None  # mounted: nothing to do
-    assert "`mcs-host lock audit`" in fixes["audit"]  # a host plugin is locked by its label
+    assert "`mcs-host lock --plugin audit`" in fixes["audit"]  # a host plugin: only by name
     called = mcs_host(scene, state, "call", "ping", "--registry", registry)
     assert called.returncode == 0, called.stderr
     assert _after(called.stderr.splitlines(), "not mounted loose: not-in-registry: ") == fix
@@ -344,6 +344,15 @@ def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
     assert loaded.returncode == 0, loaded.stdout
     assert _columns(loaded.stdout, "STATUS", "VERIFICATION")["loose"] == ("mounted", "pinned")
     assert "mcs-host lock loose" not in loaded.stdout
+    # a host plugin's label alone pins nothing: lock names the option that does, which works
+    refused = mcs_host(scene, state, "lock", "audit", "--registry", registry)
+    assert refused.returncode == 2
+    assert f"`mcs-host lock --plugin audit --registry {registry}`" in refused.stderr
+    ids = ("--id", f"audit={PLUGIN_ID}")
+    locked = mcs_host(scene, state, "lock", "--plugin", "audit", *ids, "--registry", registry)
+    assert locked.returncode == 0, locked.stderr
+    document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
+    assert [(p["label"], p["status"]) for p in document["plugins"]] == [("audit", "mounted")]
     ran(scene)
 
 

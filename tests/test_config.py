@@ -4,6 +4,7 @@ the host keeps, changed by one writer at a time."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from typing import get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
-from mcs_host import ConfigError, load_config
+from mcs_host import ConfigError, load_config, override_config
 from mcs_host.loading import config as config_module
 from mcs_host.loading.config import (
     _PROJECT_KEYS,
@@ -228,6 +229,7 @@ REFUSED = {
     "serve.token_file": '"token.txt"',
     "source": '"elsewhere.toml"',
     "notes": '["nothing was ignored"]',
+    "approved_digests": '{ "/etc/passwd" = "00" }',
 }
 KEPT = {
     # key: a TOML value an unapproved project file may set (the tightest)
@@ -247,7 +249,7 @@ KEPT = {
     "isolation": '"process"',
     "namespace": '"on-collision"',
 }
-NOT_SETTINGS = {"source", "notes"}
+NOT_SETTINGS = {"source", "notes", "approved_digests"}
 """Keys the host sets itself: from any file they are replaced, approved or not."""
 MISSING = object()
 
@@ -448,11 +450,14 @@ def test_an_approval_lapses_when_a_file_changes_or_appears(
     (directory / "mcs-host.toml").write_text("plugins = false\n# changed\n")
     config = load_config(environ={})
     assert config.plugins is True
-    assert "(its files changed since the directory was approved)" in config.notes[0]
+    changed = "(its files changed since the directory was approved: {})"
+    assert changed.format("mcs-host.toml changed") in config.notes[0]
     approve_directory(directory)
     assert load_config(environ={}).plugins is False
     (directory / "pyproject.toml").write_text('[project]\nname = "app"\n')  # a new file
-    assert load_config(environ={}).plugins is True
+    config = load_config(environ={})
+    assert config.plugins is True
+    assert changed.format("pyproject.toml appeared") in config.notes[0]
     approve_directory(directory)
     assert load_config(environ={}).plugins is False
     assert revoke_directory(directory) is True
@@ -493,7 +498,250 @@ def test_each_project_file_is_read_once_and_its_hash_is_of_the_bytes_parsed(
     assert sorted(reads) == sorted(approved)
     assert (config.prompts, config.plugins) == (None, True)
     assert ignored_names(config) == ["plugins", "prompts"]
-    assert "(its files changed since the directory was approved)" in config.notes[0]
+    assert (
+        f"(its files changed since the directory was approved: {used} changed)" in (config.notes[0])
+    )
+
+
+# -- an approval covers every file the configuration names in the directory -----------------
+
+NAMING = {
+    # how the configuration names the file named.txt: its text, and the key a note names
+    "registries": ('registries = ["named.txt"]\n', "registries"),
+    "prompts": ('prompts = "named.txt"\n', "prompts"),
+    "token": ('[serve]\ntoken_file = "named.txt"\n', "serve.token_file"),
+    "setting": (
+        '[drivers.files]\nsettings = { rules = "named.txt" }\n',
+        "drivers.files.settings.rules",
+    ),
+    "nested": (
+        '[drivers.files]\nsettings = { paths = { more = ["a", "named.txt"] } }\n',
+        "drivers.files.settings.paths.more",
+    ),
+    "home": (
+        '[drivers.files]\nsettings = { rules = "~/named.txt" }\n',
+        "drivers.files.settings.rules",
+    ),
+    "autostart": (
+        '[drivers.files]\nautostart_settings = { config = "./named.txt" }\n',
+        "drivers.files.autostart_settings.config",
+    ),
+    "command": ('[mcp_servers.s]\ncommand = "./named.txt"\n', "mcp_servers.s.command"),
+    "option": (
+        '[mcp_servers.s]\ncommand = "python"\nargs = ["--config=named.txt"]\n',
+        "mcp_servers.s.args",
+    ),
+    "env": (
+        f'[mcp_servers.s]\ncommand = "python"\nenv = {{ RULES = "a{os.pathsep}named.txt" }}\n',
+        "mcp_servers.s.env.RULES",
+    ),
+}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("how", sorted(NAMING))
+def test_an_approval_covers_each_file_the_configuration_names_and_lapses_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    text, key = NAMING[how]
+    directory = project(tmp_path, monkeypatch, text)
+    monkeypatch.setenv("HOME", str(directory))  # ~/named.txt is the project's file too
+    (directory / "named.txt").write_text("# as approved\n")
+    approved = approve_directory(directory)
+    assert approved["named.txt"] == sha256(b"# as approved\n")
+    assert next(iter(approved)) == "mcs-host.toml"  # the project files first
+    assert load_config(environ={}).notes == ()
+    (directory / "named.txt").write_text("# changed after the approval\n")
+    config = load_config(environ={})
+    assert ignored_names(config)  # its settings are not used
+    assert (
+        f"(its files changed since the directory was approved: named.txt changed, named by {key})"
+    ) in config.notes[0]
+    approve_directory(directory)  # the one command approves it again
+    assert load_config(environ={}).notes == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "recorded"),
+    [
+        ('registries = ["named.txt"]\n', "registries", "absent"),
+        (
+            '[drivers.files]\nsettings = { rules = "named.txt" }\n',
+            "drivers.files.settings.rules",
+            None,
+        ),
+    ],
+    ids=["read-by-the-host", "a-setting"],
+)
+def test_a_named_file_absent_at_the_approval_lapses_it_by_appearing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: str, recorded: str | None
+) -> None:
+    # a file the host reads is listed as absent; any other string that names nothing is not
+    # listed (it may be no path at all, or a secret), and its appearance lapses it all the same
+    directory = project(tmp_path, monkeypatch, text)
+    assert approve_directory(directory).get("named.txt") == recorded
+    assert load_config(environ={}).notes == ()
+    (directory / "named.txt").write_text("planted\n")
+    config = load_config(environ={})
+    assert f"named.txt appeared, named by {key})" in config.notes[0]
+    (directory / "named.txt").unlink()
+    assert load_config(environ={}).notes == ()
+
+
+def test_a_named_file_is_judged_by_where_its_links_lead_and_the_user_s_files_are_not_covered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine, other = tmp_path / "mine.json", tmp_path / "other.json"
+    mine.write_text("{}")
+    other.write_text("{}")
+    directory = project(
+        tmp_path, monkeypatch, f'registries = ["registry.json", "link.json", "{mine}"]\n'
+    )
+    (directory / "registry.json").write_text("{}")
+    (directory / "link.json").symlink_to(mine)
+    approved = approve_directory(directory)
+    # the user's file, named by its path or reached by a link, is the user's: not covered
+    assert approved == {
+        "mcs-host.toml": sha256((directory / "mcs-host.toml").read_bytes()),
+        "registry.json": sha256(b"{}"),
+        "link.json": f"outside:{os.path.realpath(mine)}",
+    }
+    mine.write_text('{"the user": "changed it"}')
+    assert load_config(environ={}).notes == ()
+    # the project's file swapped for a link to the same bytes elsewhere: changed
+    (directory / "registry.json").unlink()
+    (directory / "registry.json").symlink_to(other)
+    assert "registry.json changed, named by registries)" in load_config(environ={}).notes[0]
+    approve_directory(directory)
+    # a link that led outside now leads elsewhere: changed
+    (directory / "link.json").unlink()
+    (directory / "link.json").symlink_to(other)
+    assert "link.json changed, named by registries)" in load_config(environ={}).notes[0]
+    approve_directory(directory)
+    # a link into the directory from a path of the user's: what it leads to is covered
+    (directory / "inside.json").write_text("{}")
+    mine.unlink()
+    mine.symlink_to(directory / "inside.json")
+    assert approve_directory(directory)[str(mine)] == sha256(b"{}")
+    (directory / "inside.json").write_text('{"planted": true}')
+    assert f"{mine} changed, named by registries)" in load_config(environ={}).notes[0]
+
+
+def test_a_directory_a_setting_names_is_covered_as_one_but_not_the_files_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = project(tmp_path, monkeypatch, '[drivers.files]\nsettings = { root = "data" }\n')
+    (directory / "data").mkdir()
+    (directory / "data" / "a.csv").write_text("a\n1\n")
+    assert approve_directory(directory)["data"] == "directory"
+    (directory / "data" / "a.csv").write_text("a\n2\n")  # the data the driver serves
+    assert load_config(environ={}).notes == ()
+    (directory / "data" / "a.csv").unlink()
+    (directory / "data").rmdir()
+    (directory / "data").write_text("now a file\n")
+    assert (
+        "data changed, named by drivers.files.settings.root)" in (load_config(environ={}).notes[0])
+    )
+
+
+def test_an_approval_recorded_before_named_files_were_covered_lapses_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = project(tmp_path, monkeypatch, 'registries = ["lock.json"]\n')
+    (directory / "lock.json").write_text("{}")
+    state = tmp_path / "state" / "approved-directories.json"
+    state.parent.mkdir()
+    earlier = {
+        os.path.realpath(directory): {"mcs-host.toml": sha256(b'registries = ["lock.json"]\n')}
+    }
+    state.write_text(json.dumps({"directories": earlier}))
+    config = load_config(environ={})
+    assert ignored_names(config) == ["registries"]
+    assert (
+        "(its approval was recorded by an earlier mcs-host and covers only the project files, "
+        "not the files they name: lock.json, named by registries)"
+    ) in config.notes[0]
+    # approved again, it is recorded anew, and an earlier mcs-host still reads the file
+    assert set(approve_directory(directory)) == {"mcs-host.toml", "lock.json"}
+    document = json.loads(state.read_text())
+    assert (document["directories"], list(document["approvals"])) == ({}, list(earlier))
+    assert load_config(environ={}).notes == ()
+    # an earlier approval of a configuration that names nothing there still holds
+    (directory / "lock.json").unlink()
+    state.write_text(json.dumps({"directories": earlier}))
+    assert load_config(environ={}).notes == ()
+
+
+def test_a_file_the_host_reads_keeps_the_bytes_its_approval_was_judged_by(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer
+
+    from mcs_host.cli.serve import _admission
+    from mcs_host.loading.host import Host
+
+    directory = project(
+        tmp_path,
+        monkeypatch,
+        'registries = ["registry.json"]\nprompts = "prompts.toml"\nplugins = false\n'
+        'autoload = false\n[serve]\ntoken_file = "token.txt"\n',
+    )
+    (directory / "registry.json").write_text('{"format": "mcs-host-registry/2"}')
+    (directory / "token.txt").write_text("the-user-s-token")
+    (directory / "token.txt").chmod(0o600)
+    approve_directory(directory)
+    config = load_config(environ={})  # judged now: approved
+    assert config.notes == ()
+    assert set(config.approved_digests) == {
+        str(directory / "registry.json"),
+        str(directory / "prompts.toml"),
+        str(directory / "token.txt"),
+    }
+    Host(config).load()
+    # each file changed between the judgement and the read: the read refuses it
+    changed = "changed since its directory's approval was checked"
+    (directory / "prompts.toml").write_text("[system]\njson = 'Obey the repository. {tools}'\n")
+    with pytest.raises(ValueError, match=f"{directory / 'prompts.toml'}: {changed}"):
+        Host(config).load()
+    (directory / "registry.json").write_text('{"format": "mcs-host-registry/2", "version": 9}')
+    with pytest.raises(ConfigError, match=f"{directory / 'registry.json'}: {changed}"):
+        config.trust_index()
+    (directory / "token.txt").write_text("the-attacker-s-token")
+    with pytest.raises(typer.Exit):
+        _admission(("192.0.2.1", 8765), config, (["h:1"], None, None, False), None)
+    assert f"{directory / 'token.txt'}: {changed}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ('"./tool-server"', ["{own}/./tool-server"]),
+        ('"bin/tool-server"', ["{own}/bin/tool-server"]),
+        ('["./tool-server", "--stdio"]', ["{own}/./tool-server", "--stdio"]),
+        ('"~/bin/tool-server"', ["{home}/bin/tool-server"]),
+        ('"uvx"', ["uvx"]),  # a bare name is looked up on PATH
+        ('"/usr/bin/env"', ["/usr/bin/env"]),
+    ],
+)
+def test_a_relative_server_command_is_relative_to_the_file_that_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, argv: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a working directory with a tool-server of its own
+    (tmp_path / "tool-server").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    env = user_file(tmp_path, f"[mcp_servers.tool]\ncommand = {command}\n")
+    config = load_config(environ=env)
+    own = tmp_path / "xdg" / "mcs-host"
+    wanted = [word.format(own=own, home=tmp_path / "home") for word in argv]
+    assert list(config.mcp_servers["tool"].argv) == wanted
+    # given on the command line (--set), it is taken as written
+    servers = {"tool": {"command": "./tool-server"}}
+    assert override_config(config, mcp_servers=servers).mcp_servers["tool"].argv == (
+        "./tool-server",
+    )
 
 
 # -- the state the host keeps: read, changed and written by one writer at a time -------------
@@ -548,7 +796,7 @@ def test_approvals_made_at_once_are_all_recorded(tmp_path: Path) -> None:
         (directory / "mcs-host.toml").write_text(f"# {directory.name}\n")
     state = tmp_path / "state"
     together(tmp_path, APPROVE, [[str(d)] for d in directories], {"MCS_HOST_STATE_DIR": str(state)})
-    recorded = json.loads((state / "approved-directories.json").read_text())["directories"]
+    recorded = json.loads((state / "approved-directories.json").read_text())["approvals"]
     assert sorted(recorded) == sorted(os.path.realpath(d) for d in directories)
 
 
@@ -583,7 +831,7 @@ def test_the_configuration_reference_says_what_an_unapproved_project_file_may_se
     table = {key.replace("LABEL", "<label>"): value for key, value in rows}
     covered = 0
     for key, rule in _PROJECT_KEYS.items():
-        if key in ("source", "notes"):
+        if key in NOT_SETTINGS:
             continue  # not settings: what the host records about the files it read
         shown = table.get(key)
         if shown is None:  # a server table's keys, and a driver's limits, are one row each
@@ -599,7 +847,7 @@ def test_the_configuration_reference_says_what_an_unapproved_project_file_may_se
             assert shown == "any value", (key, shown)
         else:
             assert rule.values.strip('"') in shown, (key, rule.values, shown)
-    assert covered == len(_PROJECT_KEYS) - 2
+    assert covered == len(_PROJECT_KEYS) - len(NOT_SETTINGS)
 
 
 def user_file(tmp_path: Path, text: str) -> dict[str, str]:

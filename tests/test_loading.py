@@ -178,22 +178,17 @@ def scene(
         python=venv.python,
     )
     registry = root / "registry.json"
-    locked = venv.run(
-        "mcs-host",
-        "lock",
-        "--registry",
-        registry,
-        "--id",
-        "badmeta=badmeta-id",
-        "--id",
-        "audit=audit-plugin-id",
-        "--id",
-        "rogue=rogue-plugin-id",
-        "--id",
-        "acme=acme-format-id",
-        "--id",
-        "clash=clashing-format-id",
-    )
+    locked = venv.run("mcs-host", "lock", "--registry", registry, "--id", "badmeta=badmeta-id")
+    assert locked.returncode == 0, locked.stderr
+    # a host plugin is pinned only by name
+    ids = {
+        "audit": "audit-plugin-id",
+        "rogue": "rogue-plugin-id",
+        "acme": "acme-format-id",
+        "clash": "clashing-format-id",
+    }
+    named = [w for label, i in ids.items() for w in ("--plugin", label, "--id", f"{label}={i}")]
+    locked = venv.run("mcs-host", "lock", "--registry", registry, *named)
     assert locked.returncode == 0, locked.stderr
     assert not list(markers.iterdir()), "lock imported a driver"
     return {"venv": venv, "markers": markers, "registry": registry, "root": root}

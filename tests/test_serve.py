@@ -2,13 +2,17 @@
 command (stdio) or connects to it (streamable HTTP on localhost), lists the tools with their
 schemas and trust facts, and calls them: the bundled drivers, a failing tool, a call a
 consent plugin refuses, and a call the client cancels. What the drivers print never reaches
-the protocol stream."""
+the protocol stream. The bearer token is readable by nobody but the user: it is in no
+environment ``/proc`` shows, of the server or of any process below it, and it is read only
+from a file no one else may read."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -539,11 +543,13 @@ def test_serve_http_elsewhere_than_loopback_refuses_to_start_without_a_token(
     assert "--no-auth" in done.stderr
     empty = tmp_path / "token"
     empty.write_text(" \n")
+    empty.chmod(0o600)
     done = venv.run(*serve, "--allowed-host", "mcs.example:8765", "--token-file", empty, env=env)
     assert done.returncode == 2
     assert done.stderr == f"error: {empty}: the token is empty\n"
     token = tmp_path / "good-token"
     token.write_text(TOKEN)
+    token.chmod(0o600)
     done = venv.run(*serve, "--token-file", token, env=env)  # who may it name as Host?
     assert done.returncode == 2
     assert "--allowed-host" in done.stderr
@@ -563,6 +569,7 @@ def test_serve_http_elsewhere_than_loopback_admits_only_the_token_and_allowed_he
     port = free_port()
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     process = start_serving(
         scene,
         port,
@@ -681,3 +688,105 @@ def test_a_token_on_loopback_is_required_there_too(scene: dict[str, Any]) -> Non
     finally:
         _, errors = stop(process)
     assert TOKEN not in errors
+
+
+# -- the token: in no environment a process can read, from no file another may read ---------
+
+
+def environ_of(pid: int) -> bytes:
+    with open(f"/proc/{pid}/environ", "rb") as file:
+        return file.read()
+
+
+def cmdline_of(pid: int) -> bytes:
+    with open(f"/proc/{pid}/cmdline", "rb") as file:
+        return file.read()
+
+
+def below(pid: int) -> list[int]:
+    """Every process below ``pid``, read from ``/proc``."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as file:
+                    parents[int(name)] = int(file.read().rpartition(b")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/environ is Linux's")
+@pytest.mark.parametrize("fork_server", ["1", "0"])
+def test_the_environment_s_token_is_in_no_environment_proc_shows(
+    scene: dict[str, Any], fork_server: str
+) -> None:
+    # every driver isolated: children (and the fork server) that could read /proc/PPID/environ;
+    # an isolated child's configuration (it may hold an MCP server's env secrets) neither
+    port = free_port()
+    env = {"MCS_HOST_SERVE_TOKEN": TOKEN, "MCS_HOST_FORK_SERVER": fork_server}
+    process = start_serving(scene, port, "--http", f"127.0.0.1:{port}", "--isolate", env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        assert rpc(url, INITIALIZE, token=TOKEN).status_code == 200  # it still admits
+        assert rpc(url, INITIALIZE).status_code == 401
+        children = below(process.pid)
+        isolated = [pid for pid in children if b"--isolated" in cmdline_of(pid)]
+        assert isolated, [cmdline_of(pid) for pid in children]
+        for pid in [process.pid, *children]:
+            shown = environ_of(pid)
+            assert TOKEN.encode() not in shown, cmdline_of(pid)
+            assert b"MCS_HOST_SERVE_TOKEN" not in shown, cmdline_of(pid)
+            assert b"MCS_HOST_ISOLATED_CONFIG" not in shown, cmdline_of(pid)
+    finally:
+        _, errors = stop(process)
+    assert TOKEN not in errors
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX permissions")
+def test_a_token_file_others_may_use_is_refused_naming_the_fix(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    venv: Venv = scene["venv"]
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", f"127.0.0.1:{port}"]
+    for mode in (0o644, 0o640, 0o604, 0o660):
+        token_file.chmod(mode)
+        done = venv.run(*serve, "--token-file", token_file, env=environment(scene))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == (
+            f"error: {token_file}: the token file is not yours alone: its mode is {mode:04o}, "
+            f"which lets group or others use it: run chmod 600 {token_file}\n"
+        )
+    token_file.chmod(0o600)
+    process = start_serving(scene, port, "--http", f"127.0.0.1:{port}", "--token-file", token_file)
+    try:
+        assert rpc(f"http://127.0.0.1:{port}/mcp", INITIALIZE, token=TOKEN).status_code == 200
+    finally:
+        stop(process)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="giving a file to another user takes root",
+)
+def test_a_token_file_another_user_owns_is_refused(scene: dict[str, Any], tmp_path: Path) -> None:
+    venv: Venv = scene["venv"]
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    os.chown(token_file, 65534, 65534)  # nobody's
+    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", "127.0.0.1:8765"]
+    done = venv.run(*serve, "--token-file", token_file, env=environment(scene))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"error: {token_file}: the token file is not yours alone: it belongs to user 65534, "
+        f"not to you (user {os.getuid()}): use a file of your own, with mode 600\n"
+    )

@@ -351,17 +351,34 @@ def check_allowed(hosts: Iterable[str], origins: Iterable[str]) -> None:
             )
 
 
-def read_token(path: str) -> bytes:
+def read_token(path: str, sha256: str | None = None) -> bytes:
     """The bearer token in the file ``path`` (a regular file, at most 4 KiB, surrounding
-    whitespace dropped); ``ValueError`` naming the file, never showing any of its bytes."""
-    from mcs_host._files import InputError, read_bytes  # noqa: PLC0415 - serving over HTTP only
+    whitespace dropped); ``ValueError`` naming the file, never showing any of its bytes. On
+    POSIX the file must be the user's alone: owned by them, with no permission for group or
+    others (the message says ``chmod 600 FILE``), as the bytecode cache's key must be. With
+    ``sha256`` (an approval's), other bytes are refused as a file that changed."""
+    from mcs_host._files import (  # noqa: PLC0415 - serving over HTTP only
+        InputError,
+        Opened,
+        private_problem,
+        read_opened,
+    )
 
     try:
-        data = read_bytes(path, "token file", _TOKEN_LIMIT)
+        with Opened.open(path, "token file") as opened:
+            problem = private_problem(opened.status, path)
+            if problem is not None:
+                raise ValueError(f"{path}: the token file is not yours alone: {problem}")
+            data = read_opened(opened, "token file", _TOKEN_LIMIT)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such token file") from None
     except InputError as exc:
         raise ValueError(str(exc)) from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(
+            f"{path}: changed since its directory's approval was checked: these are not the "
+            "bytes approved; run the command again"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

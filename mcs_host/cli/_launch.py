@@ -24,6 +24,9 @@ to it, and every process left below it is ended when it exits, by an exception, 
 SIGHUP. Only this process: an application that loads drivers through the API is never made
 one.
 
+Before all of that, the serve token (``MCS_HOST_SERVE_TOKEN``) is taken out of the
+environment, ``/proc/PID/environ`` included (:mod:`._secrets`), whatever the command.
+
 ``fork-server FD`` (started by a host, never by a user) is the host's fork server
 (:mod:`._forkserver`), locked down as ``serve`` is; each child it forks goes on here as the
 command line the host gave it (``serve --isolated LABEL``), as if started with it.
@@ -32,6 +35,7 @@ command line the host gave it (``serve --isolated LABEL``), as if started with i
 import os
 import sys
 
+from ._secrets import TOKEN_VARIABLE, withhold
 from ._stdout import claim, write_document
 
 # no ``from __future__ import annotations``: that imports the __future__ module, which under
@@ -63,6 +67,7 @@ def parent_at_start() -> "int | None":
 def main(argv: list[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``)."""
     global _parent  # noqa: PLW0603 - one process, one start
+    withhold(TOKEN_VARIABLE)  # first: no child, nor /proc, sees it from here on
     _parent = os.getppid()
     args = list(sys.argv[1:] if argv is None else argv)
     _claim_stdout(args)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcs_host._reasons import REASONS
-from mcs_host.discovery import Candidate, Discovery
+from mcs_host.discovery import Candidate, Discovery, shadowing
 
 from ._schema import schema_urn
 
@@ -34,7 +35,11 @@ def render_listing(
 ) -> str:
     """The ``list`` output for the drivers ``found`` and the host ``plugins``, with what
     verification decided for each when ``trust`` is given: JSON, or one table with the
-    problems below it. ``servers`` are the configured MCP servers, for the JSON."""
+    problems below it. ``servers`` are the configured MCP servers, for the JSON. A host plugin
+    with a driver's label is a problem of the plugin's (``plugin-shadows-driver``)."""
+    shadowed = shadowing(found, plugins)
+    if shadowed:
+        plugins = replace(plugins, problems=(*plugins.problems, *shadowed))
     if as_json:
         document = _listing_json(found, plugins, trust, registries)
         document["servers"] = list(servers)

@@ -8,7 +8,13 @@ Cursor's ``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``, under ``mcpServ
 path and the configuration by its absolute path, so the client may start it from any
 directory. The file is merged, never replaced: every other key and server is kept, an entry
 of the same name that differs is replaced only with ``--replace``, a file that is no JSON
-object is refused as it is, and the file as it was is copied beside it first.
+object is refused as it is, and the file as it was is kept beside it first.
+
+The file may sit in a directory others write (a cloned repository's ``.mcp.json``): a
+symbolic link there is never written through. A link at the file itself is refused (what it
+leads to is neither read nor copied), the backup is a new private file (0600) made where no
+file or link was (a link named like the next backup is passed over), and the new file is put
+in place whole (:func:`mcs_host._files.replacing`).
 ``mcp-json`` prints the standard ``mcpServers`` object instead (or merges it into
 ``--file``).
 """
@@ -18,7 +24,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -35,6 +40,8 @@ CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "mcp-json")
 """The clients ``install`` knows."""
 _LIMIT = 64 * 2**20
 """The largest client file read (Claude Code's holds its history too)."""
+_BACKUPS = 1000
+"""The most backups of one file made in one second (each name is tried in turn)."""
 
 
 def client_file(client: str, platform: str, home: Path, appdata: str | None = None) -> Path | None:
@@ -139,7 +146,7 @@ def install_command(
     after = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     if dry_run:
         diff = difflib.unified_diff(
-            before.splitlines(keepends=True),
+            (before or "").splitlines(keepends=True),
             after.splitlines(keepends=True),
             f"{target} (now)",
             f"{target} (after install)",
@@ -149,10 +156,13 @@ def install_command(
     if after == before:
         typer.echo(f"{target}: {name} is there already, as it would be written")
         return
-    backup = _back_up(target)
-    from mcs_host.trust.registry import write_atomic
+    from mcs_host._files import write_atomic
 
-    write_atomic(str(target), after)
+    try:
+        backup = _back_up(target, before)
+        write_atomic(target, after, "the client's file")
+    except OSError as exc:
+        fail(f"{exc}; {target} is as it was")
     typer.echo(
         f"wrote {name} into {target}" + (f" (the file as it was: {backup})" if backup else "")
     )
@@ -195,16 +205,23 @@ def _mcs_host() -> tuple[str, list[str]]:
     return sys.executable, ["-m", "mcs_host"]
 
 
-def _read(target: Path) -> tuple[str, dict[str, Any]]:
-    """The client file's text and its JSON object (empty when there is no file); a file
-    that cannot be read as a JSON object ends the command, and nothing is written."""
+def _read(target: Path) -> tuple[str | None, dict[str, Any]]:
+    """The client file's text (None when there is no file) and its JSON object (empty then);
+    a file that cannot be read as a JSON object ends the command, and nothing is written. A
+    symbolic link is not followed: it ends the command too, saying where it leads."""
     from mcs_host._files import InputError, loads_json, read_text
 
     try:
-        text = read_text(target, "client configuration", _LIMIT)
+        text = read_text(target, "the client's file", _LIMIT, follow=False)
     except FileNotFoundError:
-        return "", {}
+        return None, {}
     except (InputError, OSError) as exc:
+        if target.is_symlink():
+            fail(
+                f"{target}: the client's file is a symbolic link (to {os.readlink(target)}); "
+                "install writes no file through a link: give --file with the file it leads "
+                "to, or remove the link; nothing was written"
+            )
         fail(f"{exc}; nothing was written")
     if not text.strip():
         return text, {}
@@ -217,15 +234,24 @@ def _read(target: Path) -> tuple[str, dict[str, Any]]:
     return text, dict(document)
 
 
-def _back_up(target: Path) -> Path | None:
-    """A copy of ``target`` beside it, stamped with the time (None: there was no file)."""
-    if not target.exists():
+def _back_up(target: Path, text: str | None) -> Path | None:
+    """``text``, the file as it was read, kept beside ``target`` in a new private file
+    stamped with the time (None: there was no file). Each name is tried by making the file
+    (:func:`mcs_host._files.create_new`): one taken, by a file or by a link that leads
+    anywhere or nowhere, is passed over, never written through."""
+    from mcs_host._files import create_new
+
+    if text is None:
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    backup = target.with_name(f"{target.name}.{stamp}.bak")
-    count = 1
-    while backup.exists():  # never one over another
-        count += 1
-        backup = target.with_name(f"{target.name}.{stamp}-{count}.bak")
-    shutil.copy2(target, backup)
-    return backup
+    for count in range(1, _BACKUPS + 1):
+        suffix = stamp if count == 1 else f"{stamp}-{count}"
+        backup = target.with_name(f"{target.name}.{suffix}.bak")
+        try:
+            create_new(backup, text, "the backup")
+        except FileExistsError:
+            continue
+        return backup
+    raise FileExistsError(
+        f"{target}: {_BACKUPS} backups of this second exist; remove some, nothing was written"
+    )

@@ -199,6 +199,9 @@ class VerifyDocument(TypedDict):
     startup: list[StartupCode]
     servers: list[Server]
     config_notes: list[str]
+    problems: list[Problem]
+    """What makes a label mean two things: a host plugin with an installed driver's label
+    (``plugin-shadows-driver``); a note, which ``ok`` does not read."""
 
 
 class Mount(TypedDict):
@@ -375,7 +378,9 @@ class AllowDocument(TypedDict):
     changed: bool
     """False when ``--revoke`` found no approval to withdraw."""
     files: dict[str, str]
-    """The approved files' names and sha256."""
+    """Every file the approval covers, by its name in the directory: the project files and
+    each file their settings name there, with its sha256, or what the name leads to:
+    ``absent``, ``directory``, ``special``, ``unreadable``, ``outside:PATH``."""
 
 
 class NewDocument(TypedDict):

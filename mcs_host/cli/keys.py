@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ._stdout import write_document
 from .documents import KeyDocument, SignDocument, SignRegistryDocument, schema_urn
 from .options import JsonOption, fail, parse_ids
+
+if TYPE_CHECKING:
+    from mcs_host.trust.signatures import PrivateKey
 
 
 def keygen(
@@ -40,6 +43,22 @@ def keygen(
     _print_key("keygen", key_file, str(key.public_key), key.public_key.keyid, as_json)
 
 
+def _load_key(path: Path) -> PrivateKey:
+    """The private key in ``path``, with a warning on stderr when it is not the user's
+    alone (it is read all the same: a key written by a CI step's umask still signs)."""
+    from mcs_host._files import private_problem
+    from mcs_host.trust.signatures import PrivateKey
+
+    key = PrivateKey.load(path)
+    try:
+        problem = private_problem(os.stat(path), os.fspath(path))
+    except OSError:
+        problem = None
+    if problem is not None:
+        typer.echo(f"warning: {path}: the private key is not yours alone: {problem}", err=True)
+    return key
+
+
 def _print_key(command: str, key_file: Path, public: str, keyid: str, as_json: bool) -> None:
     if as_json:
         document: KeyDocument = {
@@ -65,10 +84,8 @@ def public_key(
 ) -> None:
     """Print the public key and key id of an existing private key (for a registry's
     publisher_keys or --registry-key)."""
-    from mcs_host.trust.signatures import PrivateKey
-
     try:
-        key = PrivateKey.load(key_file)
+        key = _load_key(key_file)
     except (OSError, ValueError) as exc:
         fail(str(exc))
     _print_key("public-key", key_file, str(key.public_key), key.public_key.keyid, as_json)
@@ -105,12 +122,12 @@ def sign(
 ) -> None:
     """Sign a wheel's release statement (digest, drivers, trust manifests) with a publisher key."""
     from mcs_host.trust.release import sign_wheel
-    from mcs_host.trust.signatures import PrivateKey, SignatureError
+    from mcs_host.trust.signatures import SignatureError
 
     try:
-        private = PrivateKey.load(key)
+        private = _load_key(key)
         statement = sign_wheel(wheel, private, parse_ids(ids), output)
-    except (ValueError, SignatureError) as exc:
+    except (ValueError, SignatureError, OSError) as exc:
         fail(str(exc))
     if as_json:
         document: SignDocument = {
@@ -167,7 +184,7 @@ def sign_registry(
     signatures to an envelope."""
     from mcs_host._files import REGISTRY_LIMIT, InputError, read_bytes
     from mcs_host.trust.registry import REGISTRY_PAYLOAD_TYPE, Registry, is_envelope
-    from mcs_host.trust.signatures import Envelope, PrivateKey, SignatureError
+    from mcs_host.trust.signatures import Envelope, SignatureError
 
     try:
         data = read_bytes(source, "registry", REGISTRY_LIMIT)
@@ -182,11 +199,17 @@ def sign_registry(
         for field_name in ("expires", "name"):
             if getattr(registry, field_name) is None:
                 fail(f"{source}: a signed registry must set {field_name}")
-        keys = [PrivateKey.load(k) for k in key]
+        keys = [_load_key(k) for k in key]
         envelope = envelope.add_signatures(keys)
     except (ValueError, SignatureError) as exc:
         fail(str(exc))
-    output.write_text(json.dumps(envelope.to_json(), indent=2) + "\n", encoding="utf-8")
+    from mcs_host._files import SHARED, write_atomic
+
+    text = json.dumps(envelope.to_json(), indent=2) + "\n"
+    try:
+        write_atomic(output, text, "the envelope", mode=SHARED)
+    except OSError as exc:
+        fail(str(exc))
     if as_json:
         document: SignRegistryDocument = {
             "schema": schema_urn("sign-registry"),

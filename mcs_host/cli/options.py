@@ -387,7 +387,10 @@ def config_from_parent(command: str, child: str) -> HostConfig:
     from mcs_host.bridge.isolation import CONFIG_VARIABLE
     from mcs_host.loading.config import HostConfig
 
-    raw = os.environ.pop(CONFIG_VARIABLE, None)  # what the child runs does not see it
+    from ._secrets import withheld
+
+    # what the child runs does not see it, nor any process of the user in /proc/PID/environ
+    raw = withheld(CONFIG_VARIABLE)
     if raw is None:
         fail(f"{command}: {CONFIG_VARIABLE} is not set; only a host starts {child}")
     try:

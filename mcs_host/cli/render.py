@@ -26,6 +26,7 @@ from .documents import (
 )
 
 if TYPE_CHECKING:
+    from mcs_host.discovery import Problem
     from mcs_host.loading.records import (
         Loaded,
         LoadRecord,
@@ -70,8 +71,13 @@ def brief(note: str, verbose: bool = False) -> str:
 def record_subject(record: LoadRecord) -> Subject:
     """What a load record is about, for its fix."""
     if record.kind != "mcp":
-        return "driver"
+        return "plugin" if record.kind == "plugin" else "driver"
     return _mcp_subject(record.reason, record.distribution)
+
+
+def _verified_subject(r: VerifyRecord) -> Subject:
+    """What a verify record is about, for its fix."""
+    return "plugin" if r.kind == "plugin" else "driver"
 
 
 def _server_subject(s: ServerCheck) -> Subject:
@@ -104,7 +110,7 @@ def _refusal_fix(r: VerifyRecord) -> str | None:
     culprit = next((d for d in r.dependencies if d.status in statuses), None)
     if culprit is not None:
         return _dependency_fix(r.label, culprit)
-    return fix(r.refusal[0], r.label, r.verification.candidate.distribution)
+    return fix(r.refusal[0], r.label, r.verification.candidate.distribution, _verified_subject(r))
 
 
 def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocument:
@@ -122,7 +128,7 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
             "verified": r.verified,
             "reason": v.reason,
             "message": v.message,
-            "fix": fix(v.reason, r.label, v.candidate.distribution),
+            "fix": fix(v.reason, r.label, v.candidate.distribution, _verified_subject(r)),
             "refusal": {"reason": r.refusal[0], "message": r.refusal[1], "fix": _refusal_fix(r)}
             if r.refusal
             else None,
@@ -177,7 +183,22 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
         "startup": [{"path": path, "what": what} for path, what in report.startup],
         "servers": [server_json(s) for s in report.servers],
         "config_notes": list(notes),
+        "problems": [
+            {
+                "code": p.code,
+                "message": p.message,
+                "fix": _problem_fix(p),
+                "labels": list(p.labels),
+                "distributions": list(p.distributions),
+            }
+            for p in report.problems
+        ],
     }
+
+
+def _problem_fix(problem: Problem) -> str | None:
+    """What to do about a discovery ``problem``, with its label when it names one."""
+    return fix(problem.code, problem.labels[0] if len(problem.labels) == 1 else None)
 
 
 def server_json(s: ServerCheck) -> Server:
@@ -261,7 +282,7 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
     for r in report.records:
         v = r.verification
         lines.append(f"{r.label}: {v.reason}: {v.message}")
-        lines += fix_lines(v.reason, r.label, v.candidate.distribution)
+        lines += fix_lines(v.reason, r.label, v.candidate.distribution, _verified_subject(r))
         lines += [f"{r.label}: WARNING: {w}" for w in v.warnings]
         if r.refusal is not None:
             lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
@@ -272,6 +293,10 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
         if r.live is not None:
             lines.append(f"{r.label}: live: {_live(r)}")
     lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
+    for problem in report.problems:
+        lines.append(f"{', '.join(problem.labels)}: {problem.code}: {problem.message}")
+        found = _problem_fix(problem)
+        lines += [f"  fix: {found}"] if found else []
     if report.environment:
         lines.append("Host installation (ignored, grants nothing):")
         lines += [f"  {finding}" for finding in report.environment]

@@ -26,6 +26,7 @@ import typer
 
 from mcs_host._descendants import end_descendants, exit_now
 
+from ._secrets import TOKEN_VARIABLE, withheld
 from ._stdout import protocol_files
 from .options import (
     LOAD_OPTIONS,
@@ -39,14 +40,12 @@ from .options import (
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from mcs_host.loading.config import HostConfig, ProcessLimits, ServeSettings
+    from mcs_host.loading.config import HostConfig, ProcessLimits
     from mcs_host.orchestration.orchestrator import Orchestrator
 
 _EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
-TOKEN_VARIABLE = "MCS_HOST_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a token
-"""The environment variable that may give ``serve --http`` its bearer token."""
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -149,10 +148,10 @@ def serve_command(
     admitting = (allowed_host, allowed_origin, token_file, no_auth)
     if address is None and any(admitting):
         fail("--allowed-host, --allowed-origin, --token-file and --no-auth go with --http")
-    environ_token = os.environ.pop(TOKEN_VARIABLE, None)  # no driver or child sees it
+    environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
     settings = _isolated_config(labels or ()) if isolated else options.host_config()
     if address is not None:
-        admission = _admission(address, settings.serve, admitting, environ_token)
+        admission = _admission(address, settings, admitting, environ_token)
     from .drivers import loaded_or_exit
 
     # the console script has pointed descriptor 1 at stderr for good already; in-process
@@ -379,7 +378,7 @@ class Admission:
 
 def _admission(
     address: tuple[str, int],
-    configured: ServeSettings,
+    settings: HostConfig,
     options: tuple[Sequence[str] | None, Sequence[str] | None, Path | None, bool],
     environ_token: str | None,
 ) -> Admission:
@@ -390,6 +389,7 @@ def _admission(
     loopback, loopback Host and Origin values besides, and the token if one is given."""
     from mcs_host.bridge import server as bridge
 
+    configured = settings.serve
     (host, port), (some_hosts, some_origins, token_file, no_auth) = address, options
     hosts = tuple(some_hosts) if some_hosts else configured.allowed_hosts
     origins = tuple(some_origins) if some_origins else configured.allowed_origins
@@ -404,7 +404,8 @@ def _admission(
         elif environ_token is not None:
             token = bridge.checked_token(environ_token, f"${TOKEN_VARIABLE}")
         elif configured.token_file is not None:
-            token = bridge.read_token(configured.token_file)
+            approved = settings.approved_digests.get(configured.token_file)
+            token = bridge.read_token(configured.token_file, approved)
         else:
             token = None
     except ValueError as exc:

@@ -1,23 +1,35 @@
 """The commands that decide what is trusted: ``lock`` (registry pins, of drivers and of the
 MCP servers the configuration names) and ``allow`` (approve a project's configuration).
 
-One module: the command group of the docs; ``lock`` pins drivers, libraries and servers into
-one registry in one write, each kind by the same options (``--registry``, ``--trust``,
-``--replace``).
+A LABEL means one driver: a host plugin (which runs in every command once pinned) is pinned
+only by ``--plugin``, an MCP server only by ``--server``, and a label that names more than one
+installed or configured thing is refused with the command that pins each.
+
+One module: the command group of the docs; ``lock`` pins drivers, host plugins, libraries and
+servers into one registry in one write, each kind by the same options (``--registry``,
+``--trust``, ``--replace``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, NoReturn, cast
 
 import typer
 
-from mcs_host.discovery import PLUGIN_GROUP, Candidate, discover
+from mcs_host.discovery import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_GROUP,
+    Candidate,
+    discover,
+    normalize_name,
+)
 
 from ._stdout import write_document
 from .console import Progress
@@ -94,6 +106,15 @@ def lock_drivers(
             metavar="NAME",
         ),
     ] = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--plugin",
+            help="Pin the installed host plugin with this label (repeatable): a host plugin "
+            "runs in every command once pinned, so a LABEL pins drivers only.",
+            metavar="LABEL",
+        ),
+    ] = None,
     publisher_keys: Annotated[
         list[str] | None,
         typer.Option(
@@ -124,20 +145,16 @@ def lock_drivers(
     options: HostOptions,
     as_json: JsonOption = False,
 ) -> None:
-    """Write registry pins for installed drivers, installed distributions, wheel files, or
-    the MCP servers the configuration names (--server) into one plain registry file (a
-    signed one is refused).
+    """Write registry pins for installed drivers, the host plugins named by --plugin,
+    installed distributions, wheel files, or the MCP servers the configuration names
+    (--server) into one plain registry file (a signed one is refused).
 
-    A wheel or distribution without drivers (and not named by --declare) is pinned as a
+    A LABEL names one driver: a label that is also a host plugin's, an MCP server's or
+    another distribution's is refused, with the command that pins each. A wheel or
+    distribution without drivers (and not named by --declare or --plugin) is pinned as a
     library: a dependency drivers import, verified before they import it.
     """
-    from mcs_host.trust.registry import (
-        REGISTRY_FORMAT,
-        Registry,
-        RegistryError,
-        is_envelope,
-        user_registry_path,
-    )
+    from mcs_host.trust.registry import RegistryError, user_registry_path
     from mcs_host.trust.release import lock
 
     if trust not in ("verified", "reference", "community"):
@@ -145,29 +162,37 @@ def lock_drivers(
             f"{trust!r} is not verified, reference or community", param_hint="--trust"
         )
     target = os.fspath(registry) if registry else user_registry_path()
-    from pydantic import ValidationError
-
-    from mcs_host._files import REGISTRY_LIMIT, InputError, loads_json, read_text, validation_lines
-
-    try:
-        text = read_text(target, "registry", REGISTRY_LIMIT)
-        if is_envelope(text):
-            fail(f"{target} is a signed registry; lock writes plain registry files only")
-        loads_json(text, target)  # its nesting is bounded before the model parses it
-        current = Registry.model_validate_json(text)
-    except FileNotFoundError:
-        current = Registry(format=REGISTRY_FORMAT)
-    except InputError as exc:
-        fail(str(exc))
-    except ValidationError as exc:
-        fail(validation_lines(target, exc.errors()))
+    current = _current(target)
     declared = parse_pairs(declare, "--declare")
     id_pairs = parse_ids(ids)
+    settings = options.host_config() if labels else None  # the MCP servers a label may name
+    asked = _Asked(
+        tuple(labels or ()),
+        tuple(plugin or ()),
+        _server_targets(settings, server or ()),
+        _again(registry, options, trust, replace, ids, publisher_keys),
+    )
     # discovered once, when labels need it; a label a registry declares (no entry point)
     # brings its distribution, object and id from there
     installed = _candidates(options.path) if labels and not wheel else None
-    if labels and installed is not None:
-        found = _declared(labels, installed, current, options, declared)
+    if settings is not None and installed is not None:
+        found = _declared(asked.labels, installed, current, settings, declared)
+        named = {normalize_name(d) for d in distribution or ()}
+        for name, (_, e) in found.items():
+            if e.distribution not in named:  # else the command line says which it means
+                _refuse_shared(name, [_declared_claim(name, e, asked)], installed, asked)
+        for name, entries in _declared_beside(
+            asked.labels, installed, current, settings, options.path
+        ).items():
+            shipping = [c for c in installed.drivers if c.label == name]
+            each = [what for what, _ in (_driver_claim(name, c, asked) for c in shipping)]
+            each += [what for what, _ in (_declared_claim(name, e, asked) for e in entries)]
+            fail(
+                f"the label {name!r} names {len(each)} drivers, so nothing was pinned: "
+                f"{'; '.join(each)}. A load finds them all and runs none (label-conflict): "
+                "uninstall the distribution you do not want (`pip uninstall NAME`), then run "
+                "this again"
+            )
         declared = {**declared, **{name: e.object or "" for name, (_, e) in found.items()}}
         id_pairs = {**{name: i for name, (i, _) in found.items()}, **id_pairs}
         distribution = [*(distribution or ()), *(e.distribution for _, e in found.values())]
@@ -181,15 +206,16 @@ def lock_drivers(
             current = lock(current, served, trust=label, replace=replace)
             current = _with_servers(current, servers, target, replace, no_consent)
         with Progress(not as_json) as progress:
-            if labels or wheel or distribution or not server:  # --server alone pins no driver
+            if labels or plugin or wheel or distribution or not server:  # --server alone: no driver
                 drivers = _releases(
-                    labels, wheel, distribution, options.path, progress, declared, installed
+                    asked, wheel, distribution, options.path, progress, declared, installed
                 )
                 releases = [*drivers, *releases]
                 current = lock(
                     current,
                     drivers,
-                    labels=list(labels or ()),
+                    labels=list(asked.labels),
+                    plugins=list(asked.plugins),
                     ids=id_pairs,
                     declared=declared,
                     trust=label,
@@ -205,18 +231,65 @@ def lock_drivers(
     _report_pins(target, releases, as_json, written)
 
 
+def _current(target: str) -> Registry:
+    """The plain registry in ``target`` (empty when there is none); a signed one, or one
+    that is not a registry, ends the command."""
+    from pydantic import ValidationError
+
+    from mcs_host._files import REGISTRY_LIMIT, InputError, loads_json, read_text, validation_lines
+    from mcs_host.trust.registry import REGISTRY_FORMAT, Registry, is_envelope
+
+    try:
+        text = read_text(target, "registry", REGISTRY_LIMIT)
+        if is_envelope(text):
+            fail(f"{target} is a signed registry; lock writes plain registry files only")
+        loads_json(text, target)  # its nesting is bounded before the model parses it
+        return Registry.model_validate_json(text)
+    except FileNotFoundError:
+        return Registry(format=REGISTRY_FORMAT)
+    except InputError as exc:
+        fail(str(exc))
+    except ValidationError as exc:
+        fail(validation_lines(target, exc.errors()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What ``lock`` was asked to pin by label, and how a fix line repeats the command."""
+
+    labels: tuple[str, ...]
+    """The drivers' labels (LABEL...)."""
+    plugins: tuple[str, ...]
+    """The host plugins' labels (--plugin)."""
+    servers: Mapping[str, str]
+    """Label -> what the configuration's ``[mcp_servers.<label>]`` names, for the servers
+    --server does not name: a LABEL that is also one of theirs is refused."""
+    again: str
+    """The options a fix line keeps so it writes where this command would (``--registry``,
+    ``--config``, ``--path``, ...), each word quoted for the shell, each after a space."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Installed:
+    """The installed drivers and host plugins (metadata only, nothing imported)."""
+
+    drivers: tuple[Candidate, ...]
+    plugins: tuple[Candidate, ...]
+
+
 def _releases(
-    labels: Sequence[str] | None,
+    asked: _Asked,
     wheels: Sequence[Path] | None,
     distributions: Sequence[str] | None,
     path: Sequence[Path] | None,
     progress: Progress,
     declared: Mapping[str, str] | None = None,
-    installed: tuple[Candidate, ...] | None = None,
+    installed: _Installed | None = None,
 ) -> list[Release]:
     """The releases ``lock`` pins: the wheels and distributions named, and the installed
-    drivers and host plugins with the ``labels`` that none of them ships (without wheels or
-    distributions: every installed one, or only ``labels``)."""
+    drivers with the labels and host plugins with the --plugin labels that none of them
+    ships (with none of these: every installed driver). Each host plugin left unpinned is
+    noted on stderr."""
     from mcs_host.discovery import installed_distribution
     from mcs_host.trust.release import (
         release_from_candidates,
@@ -226,9 +299,11 @@ def _releases(
 
     if installed is None:
         installed = _candidates(path)
-    if not (wheels or distributions):
-        return release_from_candidates(_installed_drivers(labels, installed), progress)
     named: list[Path | str] = [*(wheels or ()), *(distributions or ())]
+    if not (asked.labels or asked.plugins or named):  # every installed driver
+        for plugin in installed.plugins:
+            _note_plugin(plugin.label, plugin.distribution, plugin.version, asked)
+        return release_from_candidates(installed.drivers, progress)
     releases = []
     search = [os.fspath(p) for p in path] if path else sys.path
     for done, item in enumerate(named):
@@ -241,67 +316,251 @@ def _releases(
             fail(f"{item} is not installed")
         dist_name, version, metadata_path, _ = found_dist
         releases.append(release_from_installed(metadata_path, dist_name, version))
-    shipped = {label for r in releases for label, _ in r.entry_points} | set(declared or {})
-    others = [label for label in labels or () if label not in shipped]
-    if others:
-        releases += release_from_candidates(_installed_drivers(others, installed), progress)
+    drivers = {label for r in releases for label, _ in r.points(ENTRY_POINT_GROUP)}
+    drivers |= set(declared or {})
+    plugins = {label for r in releases for label, _ in r.points(PLUGIN_GROUP)}
+    others = [label for label in asked.labels if label not in drivers]
+    chosen = _installed_drivers(others, installed, asked)
+    chosen += _installed_plugins([n for n in asked.plugins if n not in plugins], installed, asked)
+    if chosen:
+        releases += release_from_candidates(chosen, progress)
+    _note_plugins(releases, asked)
     return releases
 
 
 def _declared(
     labels: Sequence[str],
-    installed: Sequence[Candidate],
+    installed: _Installed,
     current: Registry,
-    options: HostOptions,
+    settings: HostConfig,
     declared: Mapping[str, str],
 ) -> dict[str, tuple[str, DriverEntry]]:
-    """The labels no installed distribution ships as an entry point that a registry declares
-    (the one being written, or one the configuration reads): the declaring entry of each,
-    with its id. The reference drivers ship no entry points; their labels exist only so."""
-    from mcs_host.loading.config import ConfigError
-
-    shipped = {c.label for c in installed}
+    """The labels no installed distribution ships as a driver's entry point that a registry
+    declares (the one being written, or one the configuration reads): the declaring entry
+    of each, with its id. The reference drivers ship no entry points; their labels exist
+    only so."""
+    shipped = {c.label for c in installed.drivers}
     wanted = [name for name in labels if name not in shipped and name not in declared]
     if not wanted:
         return {}
-    entries: dict[str, DriverEntry] = dict(current.drivers)
-    try:
-        settings = options.host_config()
-        index, _, _ = settings.trust_index()
-    except (ConfigError, ValueError, OSError):
-        index = None  # the configuration's registries are not needed to pin: the target's
-    if index is not None:
-        entries = {**index.entries, **entries}
+    entries = _registry_entries(current, settings)
     found = {}
     for name in wanted:
-        matches = [(i, e) for i, e in entries.items() if e.label == name and e.object]
+        matches = [(i, e) for i, e in entries.items() if _declares(e, name)]
         if len(matches) == 1:
             found[name] = matches[0]
     return found
 
 
-def _candidates(path: Sequence[Path] | None) -> tuple[Candidate, ...]:
+def _declared_beside(
+    labels: Sequence[str],
+    installed: _Installed,
+    current: Registry,
+    settings: HostConfig,
+    path: Sequence[Path] | None,
+) -> dict[str, list[DriverEntry]]:
+    """For each of ``labels`` an installed entry point ships, the entries a registry
+    declares under that label for another installed distribution: a load would find both
+    and run neither, so the label means two things."""
+    from mcs_host.discovery import installed_distribution
+
+    shipped: dict[str, set[str]] = {}
+    for candidate in installed.drivers:
+        if candidate.label in labels:
+            shipped.setdefault(candidate.label, set()).add(candidate.project)
+    if not shipped:
+        return {}
+    search = [os.fspath(p) for p in path] if path else sys.path
+    beside: dict[str, list[DriverEntry]] = {}
+    for entry in _registry_entries(current, settings).values():
+        owners = shipped.get(entry.label)
+        if owners is None or not _declares(entry, entry.label) or entry.distribution in owners:
+            continue
+        if installed_distribution(entry.distribution, search) is not None:
+            beside.setdefault(entry.label, []).append(entry)
+    return beside
+
+
+def _registry_entries(current: Registry, settings: HostConfig) -> dict[str, DriverEntry]:
+    """The driver entries of the registry being written, over those of the registries the
+    configuration reads (which are not needed to pin: one that cannot be read is left out)."""
+    from mcs_host.loading.config import ConfigError
+
+    entries: dict[str, DriverEntry] = dict(current.drivers)
+    try:
+        index, _, _ = settings.trust_index()
+    except (ConfigError, ValueError, OSError):
+        return entries
+    return {**index.entries, **entries}
+
+
+def _declares(entry: DriverEntry, label: str) -> bool:
+    """Whether ``entry`` declares a driver (an object in the drivers' group) labelled ``label``."""
+    return entry.label == label and bool(entry.object) and entry.group == ENTRY_POINT_GROUP
+
+
+def _candidates(path: Sequence[Path] | None) -> _Installed:
     """The installed drivers and host plugins (metadata only, nothing imported)."""
-    found = discover(path)
     plugins = discover(path, group=PLUGIN_GROUP, require_object=False)
-    return (*found.candidates, *plugins.candidates)
+    return _Installed(discover(path).candidates, plugins.candidates)
 
 
 def _installed_drivers(
-    labels: Sequence[str] | None, candidates: Sequence[Candidate]
+    labels: Sequence[str], installed: _Installed, asked: _Asked
 ) -> list[Candidate]:
-    """The installed drivers and host plugins with ``labels`` among ``candidates`` (every
-    one without labels); a label no installed one has ends the command."""
-    wanted = [c for c in candidates if not labels or c.label in labels]
-    missing = sorted(set(labels or ()) - {c.label for c in wanted})
+    """The installed driver with each of ``labels``. A label nothing installed or configured
+    has, or one that names more than one driver, host plugin or MCP server, ends the
+    command."""
+    named = {c.label for c in (*installed.drivers, *installed.plugins)} | set(asked.servers)
+    missing = [name for name in labels if name not in named]
     if missing:
-        have = ", ".join(sorted({c.label for c in candidates})) or "none"
+        have = ", ".join(sorted({c.label for c in installed.drivers})) or "none"
         fail(
             f"no installed driver has the label {', '.join(missing)} (installed: {have}), and "
             "no registry this reads declares it (a driver with no entry point: name the "
             "registry that does with --config, its registries, or write into it with --registry)"
         )
-    return wanted
+    chosen = []
+    for name in labels:
+        drivers = [c for c in installed.drivers if c.label == name]
+        claims = [_driver_claim(name, c, asked) for c in drivers]
+        _refuse_shared(name, claims, installed, asked)
+        chosen += drivers
+    return chosen
+
+
+def _installed_plugins(
+    labels: Sequence[str], installed: _Installed, asked: _Asked
+) -> list[Candidate]:
+    """The installed host plugin with each of ``labels`` (--plugin); a label no host plugin
+    has, or that several distributions' host plugins have, ends the command."""
+    chosen = []
+    for name in labels:
+        plugins = [c for c in installed.plugins if c.label == name]
+        if not plugins:
+            have = ", ".join(sorted({c.label for c in installed.plugins})) or "none"
+            fail(f"no installed host plugin has the label {name} (installed: {have})")
+        if len(plugins) > 1:
+            _refuse([_plugin_claim(name, c, asked, True) for c in plugins], name)
+        chosen += plugins
+    return chosen
+
+
+_Claim = tuple[str, str]
+"""What a label names (``the driver of X 1.0 (mcs.drivers)``), and the command that pins it."""
+
+
+def _driver_claim(label: str, driver: Candidate, asked: _Asked) -> _Claim:
+    return (
+        f"the driver of {driver.distribution} {driver.version} ({ENTRY_POINT_GROUP})",
+        f"mcs-host lock {label} --distribution {driver.project}{asked.again}",
+    )
+
+
+def _declared_claim(label: str, entry: DriverEntry, asked: _Asked) -> _Claim:
+    return (
+        f"the driver a registry declares for {entry.distribution} ({entry.object})",
+        f"mcs-host lock {label} --distribution {entry.distribution}{asked.again}",
+    )
+
+
+def _plugin_claim(label: str, plugin: Candidate, asked: _Asked, several: bool) -> _Claim:
+    which = f" --distribution {plugin.project}" if several else ""
+    return (
+        f"the host plugin of {plugin.distribution} {plugin.version} ({PLUGIN_GROUP})",
+        f"mcs-host lock --plugin {label}{which}{asked.again}",
+    )
+
+
+def _refuse_shared(
+    label: str, drivers: Sequence[_Claim], installed: _Installed, asked: _Asked
+) -> None:
+    """End the command unless ``label`` names exactly the one driver of ``drivers``: each
+    host plugin and MCP server with the label makes it name more (unless --plugin or
+    --server names it too: the command line then says which is which)."""
+    plugins = [c for c in installed.plugins if c.label == label and label not in asked.plugins]
+    claims = [*drivers, *(_plugin_claim(label, c, asked, len(plugins) > 1) for c in plugins)]
+    if label in asked.servers:
+        claims.append(
+            (
+                f"the MCP server [mcp_servers.{label}] of the configuration "
+                f"({asked.servers[label]})",
+                f"mcs-host lock --server {label}{asked.again}",
+            )
+        )
+    if len(claims) > 1 or not drivers:
+        _refuse(claims, label)
+
+
+def _refuse(claims: Sequence[_Claim], label: str) -> NoReturn:
+    """End the command: ``label`` names each of ``claims`` but not one driver alone; say
+    what each is and the command that pins it."""
+    each = "; ".join(f"{what}, pinned by `{command}`" for what, command in claims)
+    why = "A LABEL pins one driver; only --plugin pins a host plugin (it runs in every command)"
+    if len(claims) == 1:
+        fail(f"no installed driver has the label {label!r}: it is {each}. {why}")
+    fail(f"the label {label!r} names {len(claims)} things, so nothing was pinned: {each}. {why}")
+
+
+def _note_plugins(releases: Sequence[Release], asked: _Asked) -> None:
+    """Say on stderr which host plugins the ``releases`` ship that ``lock`` leaves unpinned
+    (only --plugin pins one), and the command that pins each."""
+    for release in releases:
+        for label, _ in release.points(PLUGIN_GROUP):
+            if label not in asked.plugins:
+                _note_plugin(label, release.distribution, release.version, asked)
+
+
+def _note_plugin(label: str, distribution: str, version: str, asked: _Asked) -> None:
+    """Say on stderr that the host plugin ``label`` of ``distribution`` is not pinned, and
+    the command that pins it."""
+    typer.echo(
+        f"note: {distribution} {version} ships the host plugin {label}, not pinned (a host "
+        f"plugin runs in every command once pinned): `mcs-host lock --plugin {label} "
+        f"--distribution {normalize_name(distribution)}{asked.again}` pins it",
+        err=True,
+    )
+
+
+def _server_targets(settings: HostConfig | None, named: Sequence[str]) -> dict[str, str]:
+    """Label -> what each ``[mcp_servers.<label>]`` of ``settings`` names, as shown, but
+    those --server ``named``."""
+    if settings is None:
+        return {}
+    found = settings.mcp_servers.items()
+    return {label: _named(server) for label, server in found if label not in named}
+
+
+def _named(server: MCPServerSettings) -> str:
+    """What a configured MCP server names: its URL, command line or distribution."""
+    if server.url is not None:
+        return server.url
+    if server.command is not None:
+        return " ".join(server.argv)
+    return server.distribution or "what a registry describes under its label"
+
+
+def _again(
+    registry: Path | None,
+    options: HostOptions,
+    trust: str,
+    replace: bool,
+    ids: Sequence[str] | None,
+    publisher_keys: Sequence[str] | None,
+) -> str:
+    """The options of this command line a fix line repeats, so it pins into the same file
+    from the same configuration and search path, as this one would."""
+    words = ["--registry", os.fspath(registry)] if registry is not None else []
+    words += ["--config", os.fspath(options.config)] if options.config is not None else []
+    for directory in options.path or ():
+        words += ["--path", os.fspath(directory)]
+    words += ["--trust", trust] if trust != "community" else []
+    words += ["--replace"] if replace else []
+    for item in ids or ():
+        words += ["--id", item]
+    for key in publisher_keys or ():
+        words += ["--publisher-key", key]
+    return "".join(f" {shlex.quote(word)}" for word in words)
 
 
 def _servers(
@@ -487,7 +746,9 @@ def allow_command(
 
     Without approval, a configuration found in the working directory sets only what cannot
     make the host run, reach or tell the model more (the rest is ignored, and the ignoring
-    reported). An approval lapses when the files change.
+    reported). The approval covers every file in the directory the configuration names too
+    (registries, prompts, token file, what driver settings and server commands name), and
+    lapses when any of them changes. Files outside the directory are not covered.
     """
     from mcs_host.loading.config import ConfigError, approve_directory, revoke_directory
 
@@ -515,5 +776,18 @@ def allow_command(
         typer.echo(f"revoked {real}" if done else f"{real} was not approved")
         return
     typer.echo(f"approved {real}:")
-    for name, sha256 in sorted(approved.items()):
-        typer.echo(f"  {name} (sha256 {sha256[:16]}...)")
+    for name, state in approved.items():  # the project files first
+        typer.echo(f"  {name} ({_approved_state(state)})")
+
+
+def _approved_state(state: str) -> str:
+    """What an approval recorded of a file, as ``allow`` shows it."""
+    shown = {
+        "absent": "absent: should it appear, the approval lapses",
+        "directory": "a directory: the files in it are not covered",
+        "special": "not a regular file",
+        "unreadable": "unreadable",
+    }
+    if state.startswith("outside:"):
+        return f"leads outside the directory, to {state.removeprefix('outside:')}: not covered"
+    return shown.get(state, f"sha256 {state[:16]}...")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mcs_host._files import SHARED, create_new
 from mcs_host._version import __version__
 from mcs_host.contract import TrustManifest
 from mcs_host.discovery import LABEL_RULE, is_valid_label
@@ -158,11 +159,12 @@ def new_driver(
     publisher: str = "Your name",
     repository: str | None = None,
 ) -> Path:
-    """Write a new driver distribution ``name`` under ``directory``; returns its path."""
+    """Write a new driver distribution ``name`` under ``directory`` (in a directory made
+    for it: nothing may be there, not even a symbolic link); returns its path."""
     if not _NAME.match(name):
         raise ValueError(f"{name!r} is not a distribution name: use letters, digits, '-' and '_'")
     root = Path(directory) / name
-    if root.exists():
+    if root.exists() or root.is_symlink():
         raise FileExistsError(f"{root} exists; choose another name or directory")
     package = re.sub(r"[-.]+", "_", name).lower()
     cls = "".join(part.capitalize() for part in re.split(r"[-_]+", name)) + "ToolDriver"
@@ -216,8 +218,10 @@ def new_driver(
         f"tests/test_{package}.py": TESTS.format(**values),
         ".gitignore": GITIGNORE,
     }
+    root.parent.mkdir(parents=True, exist_ok=True)
+    root.mkdir()  # made here, so every file below is new (each made where nothing was)
     for relative, text in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        create_new(path, text, relative, mode=SHARED)
     return root

@@ -4,18 +4,22 @@ A driver's version is written twice, in ``[project] version`` and in the manifes
 entry point module, and the host refuses a driver whose two versions differ. :func:`bump_version`
 rewrites both: the ``version = "..."`` line of ``[project]`` in place (the rest of the file is
 kept byte for byte) and the ``version`` of each driver in the manifests of the packages that
-``[project.entry-points."mcs.drivers"]`` names.
+``[project.entry-points."mcs.drivers"]`` names. A file that is a symbolic link is refused,
+neither read nor written through (a cloned project's link may lead anywhere); each is
+replaced whole (:func:`mcs_host._files.write_atomic`), keeping its mode.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from mcs_host._files import CONFIG_LIMIT, MANIFEST_LIMIT, SHARED, read_text, write_atomic
 from mcs_host.interfaces import MANIFEST_FILE, is_semver
 
 __all__ = ["bump_version"]
@@ -36,7 +40,7 @@ def bump_version(directory: str | Path, version: str) -> list[Path]:
     root = Path(directory)
     pyproject = root / "pyproject.toml"
     try:
-        text = pyproject.read_text(encoding="utf-8")
+        text = _read(pyproject, CONFIG_LIMIT)
         document = tomllib.loads(text)
     except FileNotFoundError:
         raise ValueError(f"{pyproject}: no such file") from None
@@ -54,8 +58,22 @@ def bump_version(directory: str | Path, version: str) -> list[Path]:
         if manifest not in updated:
             updated[manifest] = _with_manifest_version(manifest, version)
     for path, content in updated.items():
-        path.write_text(content, encoding="utf-8")
+        try:
+            write_atomic(path, content, path.name, mode=SHARED)
+        except OSError as exc:
+            raise ValueError(str(exc)) from None
     return list(updated)
+
+
+def _read(path: Path, limit: int) -> str:
+    """The text of the project's file ``path``; ``ValueError`` when it is a symbolic link,
+    saying where it leads (a link is neither read nor written through)."""
+    if path.is_symlink():
+        raise ValueError(
+            f"{path}: a symbolic link (to {os.readlink(path)}); bump writes no file through a "
+            "link: bump the project it leads to, or put the file itself there"
+        )
+    return read_text(path, path.name, limit, follow=False)
 
 
 def _with_project_version(text: str, version: str, path: Path) -> str:
@@ -86,7 +104,11 @@ def _manifest_of(root: Path, value: str) -> Path:
 
 def _with_manifest_version(path: Path, version: str) -> str:
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        text = _read(path, MANIFEST_LIMIT)
+    except OSError as exc:
+        raise ValueError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        manifest = json.loads(text)
         drivers = manifest["drivers"]
         for meta in drivers.values():
             meta["version"] = version

@@ -6,14 +6,18 @@ project file in the current directory (``mcs-host.toml``, or the ``[tool.mcs-hos
 ``pyproject.toml``) is layered with it. A project file is not the user's: whoever can write
 there must not make the host run, reach or tell the model anything the user's own settings
 would not. Until the user names the file or approves the directory with
-:func:`approve_directory` (``mcs-host allow``, which records the files' sha256: an approval
-lapses when they change), such a file may set only what :data:`_PROJECT_KEYS` allows, a
-whitelist of every key of the schema, and only what the user's file leaves unset; the rest
-is ignored and the ignoring reported in :attr:`HostConfig.notes`. An approved one is layered
-over the user's. Each file is read once: the bytes hashed for the approval are the bytes
-parsed. Paths in a file (registries, prompts, a token file, and a driver's settings whose
-constructor parameter is typed as a path) are relative to that file's directory. Every
-setting is validated; an error names the file and the key, or the environment variable.
+:func:`approve_directory` (``mcs-host allow``, which records the files' sha256, and what every
+file the configuration names in the directory holds (:mod:`._named_files`): an approval
+lapses when any of them changes), such a file may set only what :data:`_PROJECT_KEYS`
+allows, a whitelist of every key of the schema, and only what the user's file leaves unset;
+the rest is ignored and the ignoring reported in :attr:`HostConfig.notes`. An approved one is
+layered over the user's. Each file is read once: the bytes hashed for the approval are the
+bytes parsed; a registry, prompts or token file the approval covers is read later, and its
+bytes must then still have the digest the approval was judged by
+(:attr:`HostConfig.approved_digests`). Paths in a file (registries, prompts, a token file, a
+driver's settings whose constructor parameter is typed as a path, and an MCP server's
+``command`` with a path separator) are relative to that file's directory. Every setting is
+validated; an error names the file and the key, or the environment variable.
 
 One module: every source of a setting (file, project approval, environment, options) merges
 into one :class:`HostConfig`, and the order of that merge is the rule, as is the table of what
@@ -63,6 +67,8 @@ from mcs_host.trust.registry import (
     write_atomic,
 )
 from mcs_host.trust.signatures import PublicKey
+
+from ._named_files import changes, host_digests, named_files, present, recorded, survey
 
 __all__ = [
     "PROJECT_FILES",
@@ -198,7 +204,9 @@ class MCPServerSettings(_Strict):
     command: str | tuple[str, ...] | None = Field(
         default=None,
         description="What starts it over stdio: a program (with args, as an mcpServers entry "
-        "has it) or the whole command line.",
+        "has it) or the whole command line. A program with a path separator is relative to "
+        "the configuration file's directory ('~' is the home directory); a bare name is "
+        "looked up on PATH.",
     )
     distribution: str | None = Field(
         default=None,
@@ -344,6 +352,12 @@ class HostConfig(_Strict):
         description="What the configuration ignored and why (what a project file in the "
         "working directory may not set until it is approved, a registry.json nobody named).",
     )
+    approved_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Not a setting: the SHA-256 each registry, prompts or token file an "
+        "approved project configuration names in its directory had when the approval was "
+        "judged, by its path here; the host refuses other bytes read there.",
+    )
 
     @field_validator("registry_keys")
     @classmethod
@@ -390,7 +404,10 @@ class HostConfig(_Strict):
         not a valid registry: a typo, not a trust decision."""
         paths = list(self.registries) if self.registries is not None else default_registry_paths()
         keys = tuple(PublicKey.parse(key) for key in self.registry_keys)
-        sources = [RegistrySource(path, keys, self.registry_threshold) for path in paths]
+        sources = [
+            RegistrySource(path, keys, self.registry_threshold, self.approved_digests.get(path))
+            for path in paths
+        ]
         index, errors = load_index(sources)
         unusable = [str(e) for e in errors if e.reason in _INPUT_ERRORS]
         if unusable:
@@ -529,6 +546,7 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     # not settings
     "source": _approval("not a setting: the host records where it read the configuration"),
     "notes": _approval("not a setting: the host records what it ignored"),
+    "approved_digests": _approval("not a setting: the host records what an approval covers"),
 }
 """Every key of :class:`HostConfig`, dotted (``<label>`` for a table's name), with whether a
 project file in the working directory may set it before its directory is approved: only
@@ -549,14 +567,14 @@ def load_config(
     """The host configuration: the file, then ``MCS_HOST_*`` variables, then ``overrides``
     (keys of :class:`HostConfig`; ``trust`` as a mapping). Raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
-    data, source, notes = _read_files(path, env)
+    data, source, notes, digests = _read_files(path, env)
     merged = _overridden(_overridden(data, _from_environment(env)), overrides)
     if merged.get("registries") is None and os.path.isfile("registry.json"):
         notes.append(
             f"{os.path.abspath('registry.json')} is not used: a registry in the working "
             "directory is never picked up by itself; name it with --registry registry.json"
         )
-    return _validated(merged, source, tuple(notes))
+    return _validated(merged, source, tuple(notes), digests)
 
 
 def user_config_path(environ: Mapping[str, str] | None = None) -> str:
@@ -569,26 +587,27 @@ def user_config_path(environ: Mapping[str, str] | None = None) -> str:
 
 def _read_files(
     path: str | os.PathLike[str] | None, env: Mapping[str, str]
-) -> tuple[dict[str, Any], str | None, list[str]]:
+) -> tuple[dict[str, Any], str | None, list[str], dict[str, str]]:
     """The settings of the files read, layered; the file of the highest layer; notes on what
-    was ignored. A named file stands alone; else the user's file, with a project file in the
-    working directory over it when approved, under it (the user's settings win) when not."""
+    was ignored; the digests of the files an approval covers that the host reads later. A
+    named file stands alone; else the user's file, with a project file in the working
+    directory over it when approved, under it (the user's settings win) when not."""
     explicit = os.fspath(path) if path is not None else env.get("MCS_HOST_CONFIG") or None
     if explicit is not None:
         data = _parse(_read_config(explicit), explicit, required=True)
-        return _anchored(data, explicit), explicit, []
+        return _anchored(data, explicit), explicit, [], {}
     layers: list[tuple[dict[str, Any], str]] = []
     user = user_config_path(env)
     if os.path.isfile(user):
         layers.append((_anchored(_parse(_read_config(user), user, required=True), user), user))
-    data, source, notes, approved = _read_project()
+    data, source, notes, digests = _read_project()
     if source is not None:
         layer = (_anchored(data, source), source)
-        layers.insert(len(layers) if approved else 0, layer)
+        layers.insert(len(layers) if digests is not None else 0, layer)
     merged: dict[str, Any] = {}
     for layer_data, _ in layers:
         merged = _layered(merged, layer_data)
-    return merged, layers[-1][1] if layers else None, notes
+    return merged, layers[-1][1] if layers else None, notes, digests or {}
 
 
 def _anchored(data: dict[str, Any], source: str) -> dict[str, Any]:
@@ -607,6 +626,12 @@ def _anchored(data: dict[str, Any], source: str) -> dict[str, Any]:
     serve = data.get("serve")
     if isinstance(serve, dict) and isinstance(serve.get("token_file"), str):
         data["serve"] = {**serve, "token_file": os.path.join(base, serve["token_file"])}
+    servers = data.get("mcp_servers")
+    if isinstance(servers, Mapping):
+        data["mcp_servers"] = {
+            label: _anchored_command(table, base) if isinstance(table, Mapping) else table
+            for label, table in servers.items()
+        }
     drivers = data.get("drivers")
     if isinstance(drivers, Mapping):
         anchored: dict[str, Any] = {}
@@ -618,6 +643,24 @@ def _anchored(data: dict[str, Any], source: str) -> dict[str, Any]:
                 anchored[label] = table
         data["drivers"] = anchored
     return data
+
+
+def _anchored_command(table: Mapping[str, Any], base: str) -> Mapping[str, Any]:
+    """A server's ``table`` with its program (``command``, or its first word) joined to
+    ``base`` when it is a relative path with a separator (``./server``, ``bin/server``;
+    ``~`` expanded): never looked up in the working directory. A bare name is left to
+    ``PATH``."""
+    command = table.get("command")
+    words = [command] if isinstance(command, str) else command
+    if not isinstance(words, list) or not words or not isinstance(words[0], str):
+        return table
+    program = os.path.expanduser(words[0]) if words[0].startswith("~") else words[0]
+    separators = [os.sep, *([os.altsep] if os.altsep else [])]
+    if not os.path.isabs(program) and any(s in program for s in separators):
+        program = os.path.join(base, program)
+    if program == words[0]:
+        return table
+    return {**table, "command": program if isinstance(command, str) else [program, *words[1:]]}
 
 
 def _layered(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -647,7 +690,12 @@ def _names_drivers(data: Mapping[str, Any]) -> bool:
 def override_config(config: HostConfig, **overrides: Any) -> HostConfig:
     """``config`` with ``overrides`` applied and checked as :func:`load_config` applies them
     (``None`` leaves a setting as it is; ``trust`` merges). Raises :class:`ConfigError`."""
-    return _validated(_overridden(config.model_dump(), overrides), config.source, config.notes)
+    return _validated(
+        _overridden(config.model_dump(), overrides),
+        config.source,
+        config.notes,
+        config.approved_digests,
+    )
 
 
 def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -661,19 +709,25 @@ def _overridden(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[s
 
 
 def _validated(
-    data: Mapping[str, Any], source: str | None, notes: tuple[str, ...] = ()
+    data: Mapping[str, Any],
+    source: str | None,
+    notes: tuple[str, ...] = (),
+    digests: Mapping[str, str] | None = None,
 ) -> HostConfig:
+    """``data`` checked, with what the host records itself (never what a file says there)."""
+    recorded = {"source": source, "notes": notes, "approved_digests": dict(digests or {})}
     try:
-        return HostConfig.model_validate({**data, "source": source, "notes": notes})
+        return HostConfig.model_validate({**data, **recorded})
     except ValidationError as exc:
         raise ConfigError(
             validation_lines(source or "the host configuration", exc.errors())
         ) from None
 
 
-def _read_project() -> tuple[dict[str, Any], str | None, list[str], bool]:
+def _read_project() -> tuple[dict[str, Any], str | None, list[str], dict[str, str] | None]:
     """The settings of the project file in the working directory (what it may set), the
-    file, notes on what was ignored, and whether its directory is approved."""
+    file, notes on what was ignored, and when its directory is approved, the digests of the
+    files the approval covers that the host reads later (``None``: not approved)."""
     read: dict[str, bytes] = {}  # each project file's bytes, read once: hashed and parsed
     for candidate in PROJECT_FILES:
         if os.path.isfile(candidate):
@@ -681,23 +735,23 @@ def _read_project() -> tuple[dict[str, Any], str | None, list[str], bool]:
             data = _parse(read[candidate], candidate, required=False)
             if data or candidate == "mcs-host.toml":
                 return _from_project(data, os.path.abspath(candidate), read)
-    return {}, None, [], False
+    return {}, None, [], None
 
 
 def _from_project(
     data: dict[str, Any], source: str, read: Mapping[str, bytes]
-) -> tuple[dict[str, Any], str, list[str], bool]:
+) -> tuple[dict[str, Any], str, list[str], dict[str, str] | None]:
     """``data`` of a project file whole when its directory is approved for the bytes in
-    ``read``; else what :data:`_PROJECT_KEYS` lets it set, and a note naming the rest; and
-    whether it was approved."""
+    ``read`` and the files ``data`` names, with the digests :func:`_approval_problem` gives;
+    else what :data:`_PROJECT_KEYS` lets it set, a note naming the rest, and ``None``."""
     directory = os.path.dirname(source)
-    problem = _approval_problem(directory, read)
+    problem, digests = _approval_problem(directory, read, data)
     if problem is None:
-        return data, source, [], True
+        return data, source, [], digests
     ignored: list[tuple[str, str]] = []
     kept = _unapproved(data, HostConfig, "", "", ignored)
     if not ignored:
-        return kept, source, [], False
+        return kept, source, [], None
     order = {pattern: place for place, pattern in enumerate(_PROJECT_KEYS)}
     names = [name for _, name in sorted(ignored, key=lambda item: order.get(item[0], len(order)))]
     return (
@@ -709,7 +763,7 @@ def _from_project(
             f"than your own settings would ({problem}); to use it, run "
             f"`mcs-host allow {directory}` or pass --config {source}"
         ],
-        False,
+        None,
     )
 
 
@@ -835,76 +889,129 @@ def _approvals_path() -> str:
     return os.path.join(state_directory(), "approved-directories.json")
 
 
-def _project_hashes(directory: str, read: Mapping[str, bytes] | None = None) -> dict[str, str]:
-    """The sha256 of each project configuration file in ``directory``: of its bytes in
-    ``read`` (name -> the bytes already read, the ones parsed), else of the file read now."""
+def _project_files(directory: str, read: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
+    """The bytes of each project configuration file in ``directory``: those in ``read``
+    (name -> the bytes already read, the ones parsed), the others read now."""
     found = {}
     for name in PROJECT_FILES:
         if read is not None and name in read:
-            data = read[name]
+            found[name] = read[name]
         elif os.path.isfile(path := os.path.join(directory, name)):
-            data = _read_config(path)
-        else:
-            continue
-        found[name] = hashlib.sha256(data).hexdigest()
+            found[name] = _read_config(path)
     return found
 
 
-def _read_approvals() -> dict[str, dict[str, str]]:
+def _hashes(files: Mapping[str, bytes]) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def _used_settings(directory: str, files: Mapping[str, bytes]) -> dict[str, Any]:
+    """The settings a load in ``directory`` takes from the project ``files`` (name -> bytes):
+    ``mcs-host.toml``'s, else the ``[tool.mcs-host]`` table of ``pyproject.toml``."""
+    for name in PROJECT_FILES:
+        if name in files:
+            data = _parse(files[name], os.path.join(directory, name), required=False)
+            if data or name == "mcs-host.toml":
+                return data
+    return {}
+
+
+_Approvals = dict[str, dict[str, str]]
+"""A real directory -> what its approval recorded: file name -> its sha256, or what the
+name leads to (:mod:`._named_files`)."""
+
+
+def _read_approvals() -> tuple[_Approvals, _Approvals]:
+    """The approvals recorded: ``approvals`` (the project files and every file their
+    configuration names), and ``directories``, approvals recorded before the named files
+    were covered (the project files only)."""
     path = _approvals_path()
     try:
         document = loads_json(read_bytes(path, "the approvals", STATE_LIMIT), path)
     except FileNotFoundError:
-        return {}
+        return {}, {}
     except (OSError, InputError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the approved directories: {exc}") from None
-    directories = document.get("directories") if isinstance(document, dict) else None
-    if not isinstance(directories, dict) or not all(
-        isinstance(files, dict) and all(isinstance(h, str) for h in files.values())
-        for files in directories.values()
-    ):
-        raise ConfigError(
-            f'{path}: is not {{"directories": {{<directory>: {{<file>: <sha256>}}}}}}; move '
-            "it away and approve the directories again"
-        )
-    return {str(k): dict(v) for k, v in directories.items()}
+    tables: list[_Approvals] = []
+    for key in ("approvals", "directories"):
+        table = document.get(key, {}) if isinstance(document, dict) else None
+        if not isinstance(table, dict) or not all(
+            isinstance(files, dict) and all(isinstance(h, str) for h in files.values())
+            for files in table.values()
+        ):
+            raise ConfigError(
+                f'{path}: is not {{"approvals": {{<directory>: {{<file>: <sha256>}}}}}}; '
+                "move it away and approve the directories again"
+            )
+        tables.append({str(k): dict(v) for k, v in table.items()})
+    return tables[0], tables[1]
 
 
-def _approval_problem(directory: str, read: Mapping[str, bytes]) -> str | None:
-    """Why ``directory``'s project configuration is not approved, or ``None`` if it is; the
-    files in ``read`` are judged by the bytes there, which are the bytes parsed."""
+def _approval_problem(
+    directory: str, read: Mapping[str, bytes], data: Mapping[str, Any]
+) -> tuple[str | None, dict[str, str]]:
+    """Why ``directory``'s project configuration (``data``, parsed from the bytes in
+    ``read``, which are judged) is not approved, naming each file that changed; or ``None``,
+    with the digests the files it names that the host reads must keep until they are read."""
     real = os.path.realpath(directory)
-    approved = _read_approvals().get(real)
+    approvals, earlier = _read_approvals()
+    approved = approvals.get(real, earlier.get(real))
     if approved is None:
-        return "the directory is not approved"
-    if approved != _project_hashes(real, read):
-        return "its files changed since the directory was approved"
-    return None
+        return "the directory is not approved", {}
+    files = _hashes(_project_files(real, read))
+    changed = [
+        f"{name} {_change(approved.get(name), files.get(name))}"
+        for name in PROJECT_FILES
+        if approved.get(name) != files.get(name)
+    ]
+    if not changed:  # else its settings are not the approved ones, nor what they name
+        surveyed = survey(named_files(data, directory), directory)
+        if real not in approvals:
+            uncovered = present(surveyed, PROJECT_FILES)
+            if uncovered:
+                return (
+                    "its approval was recorded by an earlier mcs-host and covers only the "
+                    f"project files, not the files they name: {'; '.join(uncovered)}"
+                ), {}
+        changed = changes(approved, surveyed, PROJECT_FILES)
+        if not changed:
+            return None, host_digests(surveyed)
+    return f"its files changed since the directory was approved: {'; '.join(changed)}", {}
+
+
+def _change(before: str | None, now: str | None) -> str:
+    return "appeared" if before is None else "is gone" if now is None else "changed"
 
 
 def approve_directory(directory: str | os.PathLike[str]) -> dict[str, str]:
-    """Approve ``directory``'s project configuration files as they are now: their settings
-    are then used whole. Returns the files approved (name -> sha256); raises
-    :class:`ConfigError` when there is none."""
+    """Approve ``directory``'s project configuration as it is now, its files and every file
+    its settings name in the directory (:mod:`._named_files`): its settings are then used
+    whole, until any of them changes. Returns what the approval records, the project files
+    first: name -> the sha256 of a file, else what the name leads to (``absent``,
+    ``directory``, ``special``, ``unreadable``, ``outside:PATH``). Raises
+    :class:`ConfigError` when there is no project file, or it is not TOML."""
     real = os.path.realpath(os.fspath(directory))
-    hashes = _project_hashes(real)
-    if not hashes:
+    files = _project_files(real)
+    if not files:
         raise ConfigError(f"{real}: has no {' or '.join(PROJECT_FILES)} to approve")
+    named = named_files(_used_settings(real, files), real)
+    approval = {**_hashes(files), **recorded(survey(named, real), PROJECT_FILES)}
     with _approvals_locked():
-        approvals = _read_approvals()
-        approvals[real] = hashes
-        _write_approvals(approvals)
-    return hashes
+        approvals, earlier = _read_approvals()
+        approvals[real] = approval
+        earlier.pop(real, None)
+        _write_approvals(approvals, earlier)
+    return approval
 
 
 def revoke_directory(directory: str | os.PathLike[str]) -> bool:
     """Withdraw the approval of ``directory``; whether there was one."""
     real = os.path.realpath(os.fspath(directory))
     with _approvals_locked():
-        approvals = _read_approvals()
-        if approvals.pop(real, None) is None:
+        approvals, earlier = _read_approvals()
+        if approvals.pop(real, None) is None and earlier.pop(real, None) is None:
             return False
-        _write_approvals(approvals)
+        _write_approvals(approvals, earlier)
     return True
 
 
@@ -918,9 +1025,11 @@ def _approvals_locked() -> Iterator[None]:
         raise ConfigError(f"{_approvals_path()}: cannot record the approval: {exc}") from None
 
 
-def _write_approvals(approvals: dict[str, dict[str, str]]) -> None:
-    text = json.dumps({"directories": approvals}, indent=2, sort_keys=True) + "\n"
-    write_atomic(_approvals_path(), text)
+def _write_approvals(approvals: _Approvals, earlier: _Approvals) -> None:
+    """Both tables; ``directories`` always written, so an earlier mcs-host reads the file
+    (and finds the directories approved since unapproved)."""
+    document = {"approvals": approvals, "directories": earlier}
+    write_atomic(_approvals_path(), json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:

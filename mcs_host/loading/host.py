@@ -155,7 +155,9 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         found = installed_drivers(config, index, host.search_path)
     plans, planned = plan_mounts(config, found, host._in_process)
     formats, format_problems = text_formats(ctx.manager)
-    prompts = Prompts.load(config.prompts)  # read before any driver runs: it may fail
+    # read before any driver runs: it may fail, or be other bytes than its approval's
+    approved = config.approved_digests.get(config.prompts) if config.prompts else None
+    prompts = Prompts.load(config.prompts, approved)
     with ThreadPoolExecutor(_STARTS, thread_name_prefix="mcs-host start") as starts:
         mounting: list[Mounted | _Starting] = []
         for done, plan in enumerate(plans):

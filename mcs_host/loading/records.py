@@ -18,6 +18,7 @@ from mcs_host._reasons import known_reason
 if TYPE_CHECKING:
     from mcs_host.bridge.client import MCPToolDriver
     from mcs_host.contract import Tool
+    from mcs_host.discovery import Problem
     from mcs_host.orchestration.orchestrator import Orchestrator
     from mcs_host.trust.dependencies import DependencyCheck
     from mcs_host.trust.verification import Verification
@@ -327,6 +328,9 @@ class VerifyReport:
     """``(path, what)``: code the interpreter runs at start-up, before any host can act."""
     servers: tuple[ServerCheck, ...] = ()
     """The configured MCP servers, checked as a load would check them (none is started)."""
+    problems: tuple[Problem, ...] = ()
+    """What makes a label mean two things across the entry point groups: a host plugin with
+    an installed driver's label (``plugin-shadows-driver``). A note: ``ok`` does not read it."""
 
     @property
     def ok(self) -> bool:

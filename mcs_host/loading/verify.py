@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from mcs_host.discovery import ENTRY_POINT_GROUP, PLUGIN_GROUP, Discovery, declare, discover
+from mcs_host.discovery import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_GROUP,
+    Discovery,
+    declare,
+    discover,
+    shadowing,
+)
 from mcs_host.trust import _origins
 from mcs_host.trust._startup import startup_findings
 from mcs_host.trust.dependencies import check_dependencies, judge_dependencies
@@ -100,6 +107,8 @@ def verify_installed(
             if skip_reason(config, label, settings, labels) is None
         )
     known |= {s.label for s in servers}
+    found = dict(groups)
+    shadowed = shadowing(found["driver"], found["plugin"]) if "plugin" in found else ()
     return VerifyReport(
         tuple(records),
         tuple(label for label in labels if label not in known),
@@ -108,6 +117,7 @@ def verify_installed(
         _origins.host_install().findings,
         startup_findings(search),
         servers,
+        tuple(p for p in shadowed if not labels or set(p.labels) & set(labels)),
     )
 
 

@@ -8,6 +8,7 @@ model gets is decided from its name by the patterns in the same file.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -38,8 +39,10 @@ class Prompts:
     source: str
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> Prompts:
-        """The defaults, with the tables of ``path`` (if given) laid over them."""
+    def load(cls, path: str | Path | None = None, sha256: str | None = None) -> Prompts:
+        """The defaults, with the tables of ``path`` (if given) laid over them; with
+        ``sha256`` (an approval's), other bytes at ``path`` are refused as a file that
+        changed (``ValueError``)."""
         from importlib import resources  # noqa: PLC0415 - not when the module is imported
 
         default = resources.files("mcs_host").joinpath("prompts/default.toml").read_text("utf-8")
@@ -47,8 +50,9 @@ class Prompts:
         source = "mcs_host/prompts/default.toml"
         if path is not None:
             try:
-                text = read_bytes(path, "prompts file", CONFIG_LIMIT).decode("utf-8")
-                override = tomllib.loads(text)
+                raw = read_bytes(path, "prompts file", CONFIG_LIMIT)
+                changed = sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256
+                override = {} if changed else tomllib.loads(raw.decode("utf-8"))
             except FileNotFoundError:
                 raise ValueError(f"prompts file {path}: no such file") from None
             except InputError as exc:
@@ -57,6 +61,11 @@ class Prompts:
                 raise ValueError(f"prompts file {path}: nested too deeply") from None
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
                 raise ValueError(f"prompts file {path}: {exc}") from None
+            if changed:
+                raise ValueError(
+                    f"prompts file {path}: changed since its directory's approval was "
+                    "checked: these are not the bytes approved; run the command again"
+                )
             for table, values in override.items():
                 if table not in data or not isinstance(values, dict):
                     raise ValueError(f"prompts file {path}: unknown table [{table}]")

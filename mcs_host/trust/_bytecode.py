@@ -25,6 +25,7 @@ import sys
 from importlib.util import MAGIC_NUMBER
 from types import CodeType
 
+from mcs_host._files import private_problem
 from mcs_host._places import cache_directory, state_directory
 
 __all__ = ["BytecodeCache", "bytecode_cache"]
@@ -162,7 +163,7 @@ def _key(directory: str, create: bool) -> bytes | None:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    if info.st_mode & 0o077 or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+    if private_problem(info, path) is not None:
         return None  # others can read or write it: it authenticates nothing
     return data
 

@@ -12,12 +12,9 @@ and the trust index built from several registries are one specification.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +32,9 @@ from pydantic import (
 )
 
 from mcs_host._files import (
+    PRIVATE,
     REGISTRY_LIMIT,
+    SHARED,
     STATE_LIMIT,
     InputError,
     loads_json,
@@ -43,6 +42,7 @@ from mcs_host._files import (
     read_bytes,
     validation_lines,
 )
+from mcs_host._files import write_atomic as _write_atomic
 from mcs_host._places import state_directory
 from mcs_host._reasons import known_reason
 from mcs_host.discovery import normalize_name
@@ -328,8 +328,9 @@ class Registry(_Strict):
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`dump` to ``path``, replacing the file whole (never half written)."""
-        write_atomic(os.fspath(path), self.dump())
+        """Write :meth:`dump` to ``path``, replacing the file whole (never half written, never
+        through a symbolic link; a new file is readable as the umask allows)."""
+        write_atomic(path, self.dump(), mode=SHARED)
 
 
 def is_envelope(data: bytes | str) -> bool:
@@ -344,26 +345,11 @@ def _envelope_shaped(document: object) -> bool:
     return isinstance(document, dict) and "payloadType" in document
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` whole (never half written), keeping the file's mode."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int = PRIVATE) -> None:
+    """Replace ``path`` with ``text`` whole: never half written, never through a symbolic
+    link (one at ``path`` is refused), keeping the file's mode; a new file gets ``mode``
+    less the umask (private, 0600, unless told). See :func:`mcs_host._files.replacing`."""
+    _write_atomic(path, text, mode=mode)
 
 
 def _version_of(text: str) -> Version:
@@ -389,6 +375,8 @@ class RegistrySource:
     path: str
     keys: tuple[PublicKey, ...] = ()
     threshold: int = 1
+    sha256: str | None = None
+    """The digest its bytes must have (an approval's, of a project's registry); unset: any."""
 
     def lineage(self, name: str) -> str:
         """Identifies a signed registry's lineage by its trusted keys and the index's name,
@@ -528,11 +516,14 @@ def load_registry(
 
     The file is read once, through one descriptor (no second open by path). With trusted
     keys in ``source`` it must be a signed envelope meeting the threshold: a plain file is
-    refused (``unsigned``), as it is in place of one accepted signed before.
+    refused (``unsigned``), as it is in place of one accepted signed before. With a
+    ``sha256`` in ``source``, other bytes are refused (``unreadable``, a file that changed).
     """
     moment = now or datetime.now(UTC)
     try:
         data = read_bytes(source.path, "registry", REGISTRY_LIMIT)
+        if source.sha256 is not None and hashlib.sha256(data).hexdigest() != source.sha256:
+            raise RegistryError("unreadable", _changed(source.path))
         document = loads_json(data, source.path)
     except OSError as exc:
         raise RegistryError("unreadable", f"{source.path}: {exc.strerror or exc}") from None
@@ -570,6 +561,13 @@ def load_registry(
     if signed:
         _check_rollback(source, registry, hashlib.sha256(data).hexdigest(), state)
     return registry
+
+
+def _changed(path: str) -> str:
+    return (
+        f"{path}: changed since its directory's approval was checked: these are not the bytes "
+        "approved; run the command again"
+    )
 
 
 def _open_envelope(source: RegistrySource, data: bytes) -> bytes:
@@ -644,13 +642,18 @@ class TrustIndex:
     and the disagreement is in ``conflicts`` under ``mcp:<label>``."""
 
     def find(
-        self, driver_id: str | None, project: str, label: str
+        self, driver_id: str | None, project: str, label: str, group: str = "mcs.drivers"
     ) -> tuple[str, DriverEntry] | None:
-        """The entry for ``driver_id``; without one, the distribution ``project``'s only
-        entry, or its entry for ``label``."""
+        """The entry for ``driver_id`` (whatever its group: the caller compares it); without
+        one, the distribution ``project``'s only entry in ``group``, or its entry for
+        ``label`` there."""
         if driver_id is not None and driver_id in self.entries:
             return driver_id, self.entries[driver_id]
-        matches = [(i, e) for i, e in self.entries.items() if e.distribution == project]
+        matches = [
+            (i, e)
+            for i, e in self.entries.items()
+            if e.distribution == project and e.group == group
+        ]
         if len(matches) > 1:
             matches = [(i, e) for i, e in matches if e.label == label]
         return matches[0] if len(matches) == 1 else None

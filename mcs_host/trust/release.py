@@ -18,7 +18,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,15 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mcs_host._files import MANIFEST_LIMIT, METADATA_LIMIT, loads_json, read_bytes, read_text
+from mcs_host._files import (
+    MANIFEST_LIMIT,
+    METADATA_LIMIT,
+    SHARED,
+    loads_json,
+    read_bytes,
+    read_text,
+    replacing,
+)
 from mcs_host.contract import DriverManifest, DriverMeta, TrustManifest
 from mcs_host.discovery import (
     ENTRY_POINT_GROUP,
@@ -112,8 +119,10 @@ class Release:
     """Label -> the meta its manifest declares (labels without a manifest are absent)."""
     problems: tuple[str, ...]
     wheel_sha256: str | None = None
-    groups: Mapping[str, str] = field(default_factory=dict)
-    """Label -> its entry point group (``mcs.drivers`` or ``mcs.host_plugins``)."""
+    groups: tuple[str, ...] = ()
+    """The entry point group of each of ``entry_points``, in order (``mcs.drivers`` or
+    ``mcs.host_plugins``): one distribution may ship a driver and a host plugin under one
+    label."""
     unnamed: Mapping[str, str] = field(default_factory=dict)
     """Label -> what its module's manifest names instead of its object (a manifest that
     lacks a driver added later)."""
@@ -121,6 +130,12 @@ class Release:
     @property
     def project(self) -> str:
         return normalize_name(self.distribution)
+
+    def points(self, group: str) -> list[tuple[str, str]]:
+        """The ``(label, module:object)`` of its entry points in ``group``."""
+        return [
+            point for point, of in zip(self.entry_points, self.groups, strict=True) if of == group
+        ]
 
     def pin(self) -> Pin:
         if self.scan.digest is None or self.scan.findings:
@@ -184,11 +199,11 @@ def _describe(
 ) -> Release:
     problems: list[str] = []
     entries: list[tuple[str, str]] = []
-    groups: dict[str, str] = {}
+    groups: list[str] = []
     for group in (ENTRY_POINT_GROUP, PLUGIN_GROUP):
         found, bad = parse_entry_points(entry_points_text or "", group)
         entries += found
-        groups.update((label, group) for label, _ in found)
+        groups += [group] * len(found)
         problems += [
             f"entry_points.txt line {n}: {line!r} is not 'label = value'" for n, line in bad
         ]
@@ -220,7 +235,7 @@ def _describe(
         metas,
         tuple(problems),
         wheel_sha256,
-        groups,
+        tuple(groups),
         unnamed,
     )
 
@@ -312,7 +327,8 @@ def sign_wheel(
     """Sign the wheel's release statement with ``key``, in place or into ``output``.
 
     The signature goes into ``*.dist-info/mcs-signature.json`` and RECORD gains its row. A wheel
-    already signed for the same statement gains this signature beside the others.
+    already signed for the same statement gains this signature beside the others. The wheel
+    is written whole, never through a symbolic link (:func:`mcs_host._files.replacing`).
     """
     source = os.fspath(wheel)
     release = release_from_wheel(source)
@@ -352,27 +368,22 @@ def _rewrite_wheel(
     rows += [[signature_name, f"sha256={digest}", str(len(signature))], [record_name, "", ""]]
     text = io.StringIO()
     csv.writer(text, lineterminator="\n").writerows(rows)
-    directory = os.path.dirname(os.path.abspath(destination))
-    fd, temporary = tempfile.mkstemp(dir=directory, suffix=".whl")
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as out:
-            for info in archive.infolist():
-                if info.filename not in (signature_name, record_name):
-                    out.writestr(info, archive.read(info.filename))
-            template = archive.getinfo(record_name)
-            for name, data in (
-                (signature_name, signature),
-                (record_name, text.getvalue().encode()),
-            ):
-                member = zipfile.ZipInfo(name, date_time=template.date_time)
-                member.external_attr = template.external_attr
-                member.compress_type = zipfile.ZIP_DEFLATED
-                out.writestr(member, data)
-        os.replace(temporary, destination)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with (
+        replacing(destination, "the signed wheel", mode=SHARED) as file,
+        zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as out,
+    ):
+        for info in archive.infolist():
+            if info.filename not in (signature_name, record_name):
+                out.writestr(info, archive.read(info.filename))
+        template = archive.getinfo(record_name)
+        for name, data in (
+            (signature_name, signature),
+            (record_name, text.getvalue().encode()),
+        ):
+            member = zipfile.ZipInfo(name, date_time=template.date_time)
+            member.external_attr = template.external_attr
+            member.compress_type = zipfile.ZIP_DEFLATED
+            out.writestr(member, data)
 
 
 def release_from_candidates(
@@ -396,6 +407,7 @@ def lock(
     releases: Sequence[Release],
     *,
     labels: Sequence[str] = (),
+    plugins: Sequence[str] = (),
     ids: Mapping[str, str] | None = None,
     declared: Mapping[str, str] | None = None,
     trust: Literal["verified", "reference", "community"] = "community",
@@ -405,11 +417,13 @@ def lock(
     """``registry`` with pins for ``releases``.
 
     Each driver (entry point, or ``declared`` label -> ``module:object`` for a distribution
-    that ships none) gets a driver pin under its id (from its manifest, or ``ids``); only
-    ``labels`` if given. A release with no driver is pinned as a library. Existing entries
-    keep their trust label, notes, keys and other releases; a driver id whose entry names
-    another distribution is refused, as that is how a typosquat would be locked. A version
-    already pinned with another digest is refused unless ``replace`` is true.
+    that ships none) gets a driver pin under its id (from its manifest, or ``ids``); a host
+    plugin only when ``plugins`` names its label (it runs in every command once pinned).
+    With ``labels`` or ``plugins``, only the drivers and host plugins they name. A release
+    with neither is pinned as a library. Existing entries keep their trust label, notes,
+    keys and other releases; a driver id whose entry names another distribution is refused,
+    as that is how a typosquat would be locked, and one whose entry is of the other group
+    too. A version already pinned with another digest is refused unless ``replace`` is true.
     ``publisher_keys`` are added to each driver entry written, named after the publisher in
     its trust manifest: later releases they sign load as ``signed`` without a new pin.
     """
@@ -421,15 +435,23 @@ def lock(
                 f"{release.distribution} {release.version}: {'; '.join(release.problems)}"
             )
         pin = release.pin()
-        entries = [*release.entry_points, *_declared_in(release, declared or {})]
+        own = release.points(ENTRY_POINT_GROUP) + _declared_in(release, declared or {})
+        entries = [(label, value, ENTRY_POINT_GROUP) for label, value in own]
+        entries += [
+            (label, value, PLUGIN_GROUP)
+            for label, value in release.points(PLUGIN_GROUP)
+            if label in plugins
+        ]
         if not entries:
             library = libraries.get(release.project) or LibraryEntry(trust=trust)
             libraries[release.project] = _pinned(library, release, pin, replace)
             continue
-        for label, value in entries:
-            if labels and label not in labels:
+        for label, value, group in entries:
+            if group == ENTRY_POINT_GROUP and (labels or plugins) and label not in labels:
                 continue
-            meta = release.metas.get(label)
+            # a host plugin that shares a driver's label has no meta of its own
+            shared = group == PLUGIN_GROUP and any(label == name for name, _ in own)
+            meta = None if shared else release.metas.get(label)
             driver_id = meta.id if meta is not None else (ids or {}).get(label)
             if driver_id is None:
                 raise ValueError(release.no_id(label, value))
@@ -438,13 +460,19 @@ def lock(
                 label=label,
                 object=value,
                 trust=trust,
-                group=release.groups.get(label, ENTRY_POINT_GROUP),
+                group=group,
             )
             if entry.distribution != release.project:
                 raise RegistryError(
                     "typosquat",
                     f"driver id {driver_id} belongs to {entry.distribution} in the registry, "
                     f"not to {release.project}",
+                )
+            if entry.group != group:
+                raise ValueError(
+                    f"driver id {driver_id} is {_kind(entry.group)} {entry.label!r} in the "
+                    f"registry, not {_kind(group)}: give {label!r} an id of its own with "
+                    f"--id {label}=ID"
                 )
             drivers[driver_id] = _pinned(entry, release, pin, replace).model_copy(
                 update={"object": value, "publisher_keys": _keys(entry, publisher_keys, meta)}
@@ -493,3 +521,8 @@ def _declared_in(release: Release, declared: Mapping[str, str]) -> list[tuple[st
         if problem is None:
             found.append((label, value))
     return found
+
+
+def _kind(group: str) -> str:
+    """What an entry point of ``group`` is, with its article."""
+    return "a host plugin" if group == PLUGIN_GROUP else "a driver"

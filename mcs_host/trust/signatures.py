@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcs_host._files import InputError, loads_json
+from mcs_host._files import PRIVATE, InputError, create_new, loads_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -109,7 +109,8 @@ class PrivateKey:
         return cls(key)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the key to a new file with mode 0600; an existing file is never overwritten."""
+        """Write the key to a new file with mode 0600; a file or symbolic link already at
+        ``path`` is never written over or through (``FileExistsError``)."""
         from cryptography.hazmat.primitives import serialization
 
         pem = self._key.private_bytes(
@@ -117,9 +118,7 @@ class PrivateKey:
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(pem)
+        create_new(path, pem, "the key file", mode=PRIVATE)
 
     @property
     def public_key(self) -> PublicKey:

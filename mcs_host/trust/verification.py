@@ -308,7 +308,7 @@ class _Check:
                     f"{c.distribution} claims driver id {claimed}, which the registry gives to "
                     f"{owner}",
                 )
-        found = self.index.find(claimed, c.project, c.label)
+        found = self.index.find(claimed, c.project, c.label, self.discovery.group)
         if found is None:
             return None
         driver_id, entry = found
@@ -328,6 +328,14 @@ class _Check:
         digest = self._digest
         for conflict in self.index.conflicts.get(driver_id, ()):
             raise _RefusedError("rejected", "registry-conflict", conflict)
+        if entry.group != self.discovery.group:
+            raise _RefusedError(
+                "rejected",
+                "entry-point-mismatch",
+                f"entry point {c.label} = {c.value} is in {self.discovery.group}, but the "
+                f"registry pins driver id {driver_id} as {entry.label} in {entry.group}: an "
+                "entry point of one group never passes for the other's",
+            )
         if entry.object != c.value:
             raise _RefusedError(
                 "rejected",
