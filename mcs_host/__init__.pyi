@@ -94,12 +94,15 @@ from .trust.signatures import (
 from .trust.registry import (
     default_registry_paths as default_registry_paths,
     DriverEntry as DriverEntry,
+    FormerPublisher as FormerPublisher,
     is_envelope as is_envelope,
     LibraryEntry as LibraryEntry,
     MCPServerEntry as MCPServerEntry,
     load_index as load_index,
     load_registry as load_registry,
     Pin as Pin,
+    ProvenanceSummary as ProvenanceSummary,
+    Publisher as Publisher,
     PublisherKey as PublisherKey,
     Registry as Registry,
     REGISTRY_FORMAT as REGISTRY_FORMAT,
@@ -115,6 +118,7 @@ from .trust.registry import (
 )
 from .trust.release import (
     lock as lock,
+    publisher_signers as publisher_signers,
     Release as Release,
     release_from_candidates as release_from_candidates,
     release_from_installed as release_from_installed,
@@ -123,6 +127,7 @@ from .trust.release import (
     ReleaseDriver as ReleaseDriver,
     ReleaseStatement as ReleaseStatement,
     sign_wheel as sign_wheel,
+    UnsignedReleaseError as UnsignedReleaseError,
 )
 from .trust.verification import (
     release_decision as release_decision,
@@ -152,8 +157,10 @@ from .trust.dependencies import (
     check_distribution as check_distribution,
     DependencyCheck as DependencyCheck,
     DependencyJudgment as DependencyJudgment,
+    dependency_closure as dependency_closure,
     host_environment as host_environment,
     judge_dependencies as judge_dependencies,
+    Needed as Needed,
     unverified_imports as unverified_imports,
 )
 
@@ -294,7 +301,7 @@ from .kit.sandbox import (
     PathEscapeError as PathEscapeError,
     Root as Root,
 )
-from .kit.scaffold import new_driver as new_driver
+from .kit.scaffold import PLACEHOLDER_PUBLISHER as PLACEHOLDER_PUBLISHER, new_driver as new_driver
 from .kit.versioning import bump_version as bump_version
 from .kit.conformance import (
     check_driver as check_driver,

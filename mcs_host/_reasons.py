@@ -75,7 +75,8 @@ _REINSTALL = (
 )
 _PUBLISHER = "its publisher fixes it and releases a new version (`mcs-host check` in the project)"
 _LOCK_OR_ALLOW = (
-    "check where it came from, then pin what is installed: `mcs-host lock LABEL`; "
+    "check where it came from, then pin it and what it needs as installed: "
+    "`mcs-host lock LABEL`; "
     "`--allow-unverified` (a driver alone: `allow_unverified = true` in its table) runs it "
     "unpinned, for development only"
 )
@@ -169,13 +170,33 @@ _TABLE = (
         "untrusted-key",
         "it is signed, but by no key the registry trusts for this driver",
         "if you trust the signer, add its key to the driver's entry: "
-        "`mcs-host lock LABEL --publisher-key KEY` (this also pins the installed release)",
+        "`mcs-host lock LABEL --publisher-key KEY` (it checks that KEY signed the installed "
+        "release)",
     ),
     Reason(
         "statement-mismatch",
         "its signed release statement is for other files, another distribution or version, "
         "or another object or id",
         "reinstall the wheel as published; its publisher signs the release again (`mcs-host sign`)",
+    ),
+    Reason(
+        "publisher-changed",
+        "its PEP 740 provenance was attested by another publisher than the one the registry "
+        "records for it: another repository (or another one under the same name), workflow "
+        "or environment",
+        "do not install it unless its publisher confirms the change (the message says when "
+        "the repository's number is unchanged: a rename or transfer); then accept the new "
+        "publisher as you add the release: `mcs-host add DISTRIBUTION` shows the identity "
+        "its certificate proves and asks you to confirm it",
+    ),
+    Reason(
+        "provenance-missing",
+        "the registry records a Trusted Publisher for it, and this release is pinned (or "
+        "being pinned) without its provenance: a downgrade from attested releases",
+        "install a release the registry pins with its provenance (`mcs-host verify "
+        "--provenance` lists them): `pip install DISTRIBUTION==VERSION`; if its publisher has "
+        "stopped attesting releases, confirm that with them, then remove `publisher` from its "
+        "entry in the registry and pin it by its files",
     ),
     Reason(
         "editable-install",
@@ -186,10 +207,11 @@ _TABLE = (
     ),
     Reason(
         "extension-module",
-        "it ships extension modules (native code, loaded by path, which the import gate "
-        "cannot check again), and the policy does not allow them",
-        "if you trust its native code, allow it: `--allow-extensions` (or `allow_extensions "
-        "= true` under `[trust]`)",
+        "it ships extension modules (native code, linked from its verified bytes; what it "
+        "does is not checked), and the policy refuses native code (`allow_extensions = "
+        "false` under `[trust]`, or `--no-allow-extensions`)",
+        "if you trust its native code, pass `--allow-extensions`, or remove `allow_extensions "
+        "= false` from `[trust]` in your configuration",
     ),
     Reason(
         "foreign-module",
@@ -334,8 +356,12 @@ _TABLE = (
     Reason(
         "unverified-dependency",
         "a distribution it requires is not verified, and the policy refuses unverified code "
-        '(`--strict`, or `dependencies = "refuse"` under `[trust]`)',
-        "check the dependency the message names, then pin it: `mcs-host lock --distribution NAME`",
+        '(the default, `dependencies = "refuse"` under `[trust]`; strict mode even for a '
+        "driver allowed unverified)",
+        "check the dependency the message names, then pin LABEL with everything it needs, as "
+        "installed: `mcs-host lock LABEL`",
+        "check the dependency the message names, then pin the server with everything it "
+        "needs, as installed: `mcs-host lock --server LABEL`",
     ),
     Reason(
         "undeclared-dependency",

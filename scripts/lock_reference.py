@@ -1,12 +1,20 @@
-"""Pin the published reference MCS drivers and the MCS libraries they import in registry.json.
+"""Pin the published reference MCS drivers and every library they import in registry.json.
 
     python scripts/lock_reference.py
 
 Downloads the wheels of the releases below from the package registry and locks them with
 ``mcs-host lock --wheel``: the three drivers, which ship no entry point, are declared with
 their object and the id their meta carries; the core, adapter and types libraries they import
-are pinned as libraries. The drivers get the trust label "reference". ``mcs-driver-filesystem``
-imports ``mcs-adapter-localfs`` without declaring it: the registry records that.
+are pinned as libraries, and so is what ``mcs-driver-rest`` needs beyond them (``requests``
+and its requirements), since a load refuses an unpinned dependency. The drivers get the trust
+label "reference". ``mcs-driver-filesystem`` imports ``mcs-adapter-localfs`` without declaring
+it: the registry records that.
+
+The wheels are the ones pip picks for the interpreter that runs this script. A library with
+native code (``charset-normalizer``) has a wheel per Python and platform: the others of
+``BUILDS`` (CPython 3.11 to 3.13 on Linux x86_64 and aarch64, and its pure-Python wheel where
+there is one) are pinned beside it as builds of the same version (``lock --build``), so any of
+them verifies. Install the same versions (``REQUIREMENTS``) to use them.
 """
 
 from __future__ import annotations
@@ -43,8 +51,25 @@ LIBRARIES = [
     "mcs-adapter-localfs==0.2.0",
     "mcs-adapter-http==0.3.0",
     "mcs-types-http==0.1.0",
+    # what mcs-driver-rest needs beyond the MCS libraries: requests and its requirements
+    "requests==2.34.2",
+    "urllib3==2.8.0",
+    "idna==3.20",
+    "charset-normalizer==3.5.2",
+    "certifi==2026.7.22",
 ]
+REQUIREMENTS = [spec for spec, _, _ in DRIVERS.values()] + LIBRARIES
+"""Every release the registry pins: what to install to use them all."""
 UNDECLARED = {"mcs-filesystem": ["mcs-adapter-localfs"]}
+BUILDS = [
+    ["--implementation", "cp", "--python-version", f"3.{minor}", "--abi", f"cp3{minor}",
+     "--platform", f"manylinux_2_{glibc}_{machine}", "--platform", f"manylinux2014_{machine}"]
+    for minor in (11, 12, 13)
+    for machine in ("x86_64", "aarch64")
+    for glibc in (17, 28)
+] + [["--implementation", "py", "--python-version", "3.11", "--abi", "none",
+       "--platform", "any"]]  # fmt: skip
+"""pip's target options for every build of a library with native code that is pinned."""
 NOTES = {
     "mcs-csv": "Reads CSV files under base_dir through mcs-adapter-localfs; read-only.",
     "mcs-filesystem": "Reads and WRITES files under base_dir (write_file); needs "
@@ -55,7 +80,6 @@ NOTES = {
 
 
 def main() -> int:
-    requirements = [spec for spec, _, _ in DRIVERS.values()] + LIBRARIES
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [
@@ -67,7 +91,7 @@ def main() -> int:
                 "--only-binary=:all:",
                 "--dest",
                 tmp,
-                *requirements,
+                *REQUIREMENTS,
             ],
             check=True,
         )
@@ -87,6 +111,13 @@ def main() -> int:
         for label, (_, obj, driver_id) in DRIVERS.items():
             command += ["--declare", f"{label}={obj}", "--id", f"{label}={driver_id}"]
         subprocess.run(command, check=True)
+        native = [
+            spec
+            for spec in REQUIREMENTS
+            for wheel in Path(tmp).glob(f"{spec.split('==')[0].replace('-', '_')}-*.whl")
+            if not wheel.name.endswith("-none-any.whl")
+        ]
+        _pin_builds(native, Path(tmp) / "builds")
     document = json.loads(REGISTRY.read_text())
     for label, (_, _, driver_id) in DRIVERS.items():
         entry = document["drivers"][driver_id]
@@ -95,6 +126,22 @@ def main() -> int:
             entry["requires"] = UNDECLARED[label]
     REGISTRY.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     return 0
+
+
+def _pin_builds(requirements: list[str], directory: Path) -> None:
+    """Pin every build in ``BUILDS`` of ``requirements`` beside the pin of its version."""
+    if not requirements:
+        return
+    for target in BUILDS:
+        download = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        for spec in requirements:  # a build the index does not have is left out
+            subprocess.run([*download, *target, "--dest", str(directory), spec], check=False)
+    wheels = sorted(directory.glob("*.whl"))
+    command = [sys.executable, "-m", "mcs_host", "lock", "--registry", str(REGISTRY), "--build"]
+    command += ["--trust", "reference"]
+    for wheel in wheels:
+        command += ["--wheel", str(wheel)]
+    subprocess.run(command, check=True)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -296,7 +297,10 @@ def test_another_build_under_a_pinned_version_says_bump_or_replace_and_replace_w
     lines = verified.stdout.splitlines()
     fix = _after(lines, "pinned: digest-mismatch: pinned-driver 1.0.0: tree digest ")
     assert fix.startswith("  fix: if you changed it, bump its version (`mcs-host bump VERSION`")
-    assert fix.endswith("if you trust what is installed now, `mcs-host lock pinned --replace`")
+    assert fix.endswith(  # as printed, it pins into the registry that was read
+        "if you trust what is installed now, "
+        f"`mcs-host lock pinned --replace --registry {registry}`"
+    )
     document = json.loads(
         mcs_host(scene, state, "verify", "pinned", "--json", "--registry", registry).stdout
     )
@@ -307,7 +311,9 @@ def test_another_build_under_a_pinned_version_says_bump_or_replace_and_replace_w
     refused = mcs_host(scene, state, "lock", "pinned", "--registry", registry)
     assert refused.returncode == 2
     assert "pinned-driver 1.0.0 is already pinned as sha256:000" in refused.stderr
-    replaced = mcs_host(scene, state, "lock", "pinned", "--replace", "--registry", registry)
+    command = shlex.split(fix.split("`")[-2])  # the fix's last command, run as printed
+    assert command[:2] == ["mcs-host", "lock"]
+    replaced = mcs_host(scene, state, *command[1:])
     assert replaced.returncode == 0, replaced.stderr
     again = mcs_host(scene, state, "verify", "pinned", "--registry", registry)
     assert again.returncode == 0, again.stdout
@@ -325,20 +331,23 @@ def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
     assert loaded.returncode == 1
     fix = _after(loaded.stdout.splitlines(), "loose: not-in-registry: no registry knows ")
     assert fix == (
-        "  fix: check where it came from, then pin what is installed: `mcs-host lock loose`; "
-        "`--allow-unverified` (a driver alone: `allow_unverified = true` in its table) runs it "
-        "unpinned, for development only"
+        "  fix: check where it came from, then pin it and what it needs as installed: "
+        f"`mcs-host lock loose --registry {registry}`; `--allow-unverified` (a driver alone: "
+        "`allow_unverified = true` in its table) runs it unpinned, for development only"
     )
     document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
     fixes = {d["label"]: d["fix"] for d in [*document["drivers"], *document["plugins"]]}
     assert fixes["loose"] == fix.removeprefix("  fix: ")
     assert fixes["pinned"] is None  # mounted: nothing to do
-    assert "`mcs-host lock --plugin audit`" in fixes["audit"]  # a host plugin: only by name
+    # a host plugin: only by name
+    assert f"`mcs-host lock --plugin audit --registry {registry}`" in fixes["audit"]
     called = mcs_host(scene, state, "call", "ping", "--registry", registry)
     assert called.returncode == 0, called.stderr
     assert _after(called.stderr.splitlines(), "not mounted loose: not-in-registry: ") == fix
-    # doing what it says mounts it
-    locked = mcs_host(scene, state, "lock", "loose", "--registry", registry)
+    # doing what it says, as printed, mounts it
+    command = shlex.split(fix.split("`")[1])
+    assert command[:2] == ["mcs-host", "lock"]
+    locked = mcs_host(scene, state, *command[1:])
     assert locked.returncode == 0, locked.stderr
     loaded = mcs_host(scene, state, "load", "loose", "--registry", registry)
     assert loaded.returncode == 0, loaded.stdout
@@ -591,7 +600,7 @@ def test_each_command_takes_exactly_its_shared_options_and_each_reaches_the_conf
         "--registry-key": ["--registry-key", key],
         "--threshold": ["--threshold", "2"],
         "--allow-unverified": ["--allow-unverified"],
-        "--allow-extensions": ["--allow-extensions"],
+        "--allow-extensions": ["--no-allow-extensions"],  # allowed is the default
         "--strict": ["--strict"],
         "--healthcheck": ["--healthcheck"],
         "--set": ["--config", str(config), "--set", "a.key=1"],
@@ -605,7 +614,7 @@ def test_each_command_takes_exactly_its_shared_options_and_each_reaches_the_conf
         "--registry-key": {"registry_keys": (key,)},
         "--threshold": {"registry_threshold": 2},
         "--allow-unverified": {"trust.allow_unverified": True},
-        "--allow-extensions": {"trust.allow_extensions": True},
+        "--allow-extensions": {"trust.allow_extensions": False},
         "--strict": {"strict": True},
         "--healthcheck": {"healthcheck": True},
         "--set": {"namespace": "always", "drivers": {"a": {"key": 1}}, "autoload": False},
@@ -638,7 +647,8 @@ def test_each_command_takes_exactly_its_shared_options_and_each_reaches_the_conf
             continue  # its own: the file it writes
         done = read(*words[option])
         if option not in SHARED[command] or option == "--path":
-            why = f"No such option: {option}"
+            given = "--no-allow-extensions" if option == "--allow-extensions" else option
+            why = f"No such option: {given}"
             if option == "--path" and option in SHARED[command]:
                 why = f"--path {missing}: no such directory"
             assert done.exit_code == 2, (option, done.output)

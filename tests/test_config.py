@@ -58,8 +58,9 @@ def test_a_config_file_is_read_and_relative_registries_follow_it(tmp_path: Path)
     assert (config.strict, config.trust.allow_unverified, config.trust.allow_extensions) == (
         True,
         True,
-        False,
+        True,  # the native code of verified distributions: allowed unless refused
     )
+    assert config.trust.dependencies == "refuse"  # no unverified dependency runs by default
     assert config.allow == ("files", "csv")
     assert config.require == {"files": ">=0.1,<1"}
     assert config.drivers["docs"].driver == "files"
@@ -119,8 +120,8 @@ def test_environment_then_overrides_win_over_the_file(tmp_path: Path) -> None:
     assert (config.trust.allow_unverified, config.strict) == (False, False)
     assert config.deny == ("files", "csv")
     assert config.registries == ("/a.json", "/b.json")
-    overridden = load_config(environ=env, strict=True, trust={"allow_extensions": True})
-    assert (overridden.strict, overridden.trust.allow_extensions) == (True, True)
+    overridden = load_config(environ=env, strict=True, trust={"allow_extensions": False})
+    assert (overridden.strict, overridden.trust.allow_extensions) == (True, False)
     assert overridden.trust.allow_unverified is False
 
 
@@ -336,7 +337,7 @@ def test_an_unapproved_project_file_cannot_set_a_key_to_its_weakest_value(
     meant = value_at(load_config(directory / "mcs-host.toml", environ={}), key)
     if key not in NOT_SETTINGS:
         assert meant is not MISSING
-        assert meant != default or key == "trust.dependencies"  # "report" is the default
+        assert meant != default or key == "trust.allow_extensions"  # true is the default
     # unapproved, it does not, and the note names it (a server's table as a whole)
     config = load_config(environ={})
     if key not in NOT_SETTINGS:
@@ -875,6 +876,27 @@ def test_the_user_s_file_is_read_when_no_file_is_named_and_its_paths_are_its_own
     named.write_text("strict = true\n")
     alone = load_config(named, environ=env)
     assert (alone.strict, alone.autoload, alone.drivers) == (True, True, {})
+
+
+def test_the_default_policy_refuses_unverified_dependencies_and_a_project_cannot_loosen_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # by default no unverified dependency runs, and native code of verified bytes does;
+    # a user who refuses native code keeps it refused whatever a cloned project says
+    assert (HostConfig().trust.dependencies, HostConfig().trust.allow_extensions) == (
+        "refuse",
+        True,
+    )
+    env = user_file(tmp_path, "[trust]\nallow_extensions = false\n")
+    project(tmp_path, monkeypatch, '[trust]\nallow_extensions = true\ndependencies = "report"\n')
+    config = load_config(environ=env)
+    assert (config.trust.allow_extensions, config.trust.dependencies) == (False, "refuse")
+    (note,) = config.notes
+    assert ": ignored trust.allow_extensions, trust.dependencies: " in note
+    # a waived mount runs its own unverified dependencies, but never in strict mode
+    assert config.trust.refuses_unverified(strict=False, waived=False)
+    assert not config.trust.refuses_unverified(strict=False, waived=True)
+    assert config.trust.refuses_unverified(strict=True, waived=True)
 
 
 def test_an_unapproved_project_file_cannot_undo_what_the_user_s_file_sets(

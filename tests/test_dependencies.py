@@ -1,13 +1,16 @@
 """Attack tests: a driver must not pull unverified code in through its dependencies.
 
-Every fixture distribution writes a marker named after itself when its module is imported, so
-each test sees which code ran. ``helper-lib`` is a library a driver declares; ``sneaky-lib`` is
-installed and imported by a driver that does not declare it.
+By default no unverified code runs, dependencies included: an unpinned dependency refuses the
+driver, and the refusal's fix line (one ``lock``, which pins a driver with everything it needs)
+makes it load. Every fixture distribution writes a marker named after itself when its module
+is imported, so each test sees which code ran. ``helper-lib`` is a library a driver declares;
+``sneaky-lib`` is installed and imported by a driver that does not declare it.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +92,16 @@ def scene(
     projects += [_driver(label, markers) for label in DRIVERS]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
     pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
-    # drivers-only.json pins the drivers; with-library.json pins helper-lib as well
+    # drivers-only.json pins the drivers (from their wheels: what an installed driver needs
+    # is pinned with it); with-library.json pins helper-lib as well
     drivers_only, with_library = root / "drivers-only.json", root / "with-library.json"
-    done = venv.run("mcs-host", "lock", "--registry", drivers_only)
+    named = [arg for wheel in wheels[2:] for arg in ("--wheel", wheel)]  # the drivers'
+    done = venv.run("mcs-host", "lock", "--registry", drivers_only, *named)
     assert done.returncode == 0, done.stderr
     with_library.write_text(drivers_only.read_text())
     done = venv.run("mcs-host", "lock", "--registry", with_library, "--distribution", "helper-lib")
     assert done.returncode == 0, done.stderr
+    assert "libraries" not in json.loads(drivers_only.read_text())
     assert list(json.loads(with_library.read_text())["libraries"]) == ["helper-lib"]
     assert not list(markers.iterdir()), "lock imported code"
     return {"venv": venv, "markers": markers, "root": root}
@@ -140,13 +146,20 @@ def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
     scene: dict[str, Any], tmp_path: Path
 ) -> None:
     registry = tmp_path / "registry.json"
-    done = scene["venv"].run(
-        "mcs-host", "lock", "declares", "--distribution", "helper-lib", "--registry", registry
-    )
+    done = scene["venv"].run("mcs-host", "lock", "declares", "--registry", registry)
     assert done.returncode == 0, done.stderr
     written = json.loads(registry.read_text())
     assert [e["label"] for e in written["drivers"].values()] == ["declares"]
     assert list(written["libraries"]) == ["helper-lib"]
+    # each distribution pinned is listed, the library with what needs it
+    assert done.stdout.startswith("pinned declares-driver 1.0.0: sha256:")
+    assert "\npinned helper-lib 1.0.0: sha256:" in done.stdout
+    assert "bytes), needed by declares-driver\n" in done.stdout
+    again = scene["venv"].run(
+        "mcs-host", "lock", "declares", "--distribution", "helper-lib", "--registry", registry
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(registry.read_text()) == written  # naming the library changes nothing
     status, reason, warnings = load(scene, tmp_path, str(registry), labels=("declares",))[
         "declares"
     ]
@@ -159,28 +172,67 @@ def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
     assert json.loads(registry.read_text()) == written  # nothing written
 
 
-def test_an_unpinned_dependency_is_reported_and_refused_under_the_strict_policy(
+def test_an_unpinned_dependency_is_refused_unless_the_policy_asks_to_report_it(
     scene: dict[str, Any], tmp_path: Path
 ) -> None:
-    status, _, warnings = load(scene, tmp_path, "drivers-only.json")["declares"]
+    for config in ("", '[trust]\ndependencies = "refuse"\n', "strict = true\n"):
+        found = load(scene, tmp_path, "drivers-only.json", config=config)
+        status, reason, _ = found["declares"]
+        assert (status, reason) == ("rejected", "unverified-dependency"), config
+        # refused before import: neither the driver nor its library ran
+        assert not {"declares", "helper-lib"} & ran(scene)
+
+    report = '[trust]\ndependencies = "report"\n'
+    status, _, warnings = load(scene, tmp_path, "drivers-only.json", config=report)["declares"]
     assert status == "mounted"
     assert any(
         w.startswith("unverified-dependency: dependency helper-lib 1.0.0 is unverified")
         for w in warnings
     ), warnings
 
-    found = load(scene, tmp_path, "drivers-only.json", config='[trust]\ndependencies = "refuse"\n')
-    status, reason, _ = found["declares"]
-    assert (status, reason) == ("rejected", "unverified-dependency")
-    # refused before import: neither the driver nor its library ran
-    assert not {"declares", "helper-lib"} & ran(scene)
+
+def test_an_unpinned_dependency_never_runs_by_default_and_its_fix_line_makes_it_load(
+    scene: dict[str, Any], tmp_path: Path
+) -> None:
+    registry = tmp_path / "registry.json"  # the driver pinned, its library not
+    registry.write_text((scene["root"] / "drivers-only.json").read_text())
+    config = tmp_path / "mcs-host.toml"
+    config.write_text(f"registries = [{str(registry)!r}]\n")
+    for marker in scene["markers"].iterdir():
+        marker.unlink()
+
+    def load_declares() -> tuple[int, str]:
+        done = scene["venv"].run(
+            "mcs-host", "load", "declares", "--config", config,
+            env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
+        )  # fmt: skip
+        return done.returncode, done.stdout
+
+    code, out = load_declares()
+    assert code == 1
+    assert "declares: unverified-dependency: dependency helper-lib 1.0.0 is unverified" in out
+    assert not {"declares", "helper-lib"} & ran(scene)  # neither the driver nor its library
+    (line,) = [line for line in out.splitlines() if line.startswith("  fix: ")]
+    command = shlex.split(line.split("`")[1])  # the one command it names, as printed
+    assert command == [
+        "mcs-host", "lock", "declares", "--registry", str(registry), "--config", str(config)
+    ]  # fmt: skip
+    done = scene["venv"].run(*command)
+    assert done.returncode == 0, done.stderr
+    code, out = load_declares()
+    assert code == 0, out
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("declares ")]
+    assert row[:6] == ["declares", "declares", "declares-driver", "1.0.0", "mounted", "pinned"]
+    assert "WARNING" not in out  # nothing unverified ran
+    assert {"declares", "helper-lib"} <= ran(scene)
 
 
 def test_modules_imported_unverified_are_one_line_per_distribution_named_with_verbose(
     scene: dict[str, Any], tmp_path: Path
 ) -> None:
+    report = '[trust]\ndependencies = "report"\n'  # development: unverified code runs, warned
     config = tmp_path / "mcs-host.toml"
-    config.write_text(f"registries = {[str(scene['root'] / 'drivers-only.json')]!r}\n")
+    config.write_text(f"registries = {[str(scene['root'] / 'drivers-only.json')]!r}\n{report}")
 
     def imported(*options: str) -> list[str]:
         done = scene["venv"].run(
@@ -197,7 +249,8 @@ def test_modules_imported_unverified_are_one_line_per_distribution_named_with_ve
     assert imported() == [counted]
     named = f"{counted}; modules: helper_lib, helper_lib.one, helper_lib.two"
     assert imported("-v") == imported("--verbose") == [named]
-    warnings = load(scene, tmp_path, "drivers-only.json", labels=("declares",))["declares"][2]
+    found = load(scene, tmp_path, "drivers-only.json", config=report, labels=("declares",))
+    warnings = found["declares"][2]
     assert [w for w in warnings if w.startswith("unverified-import")] == [
         named.removeprefix("declares: WARNING: ")
     ]

@@ -1,13 +1,16 @@
 """The published reference MCS drivers, installed from the package registry, verified and run.
 
 ``mcs-driver-csv``, ``mcs-driver-filesystem`` and ``mcs-driver-rest`` ship no entry point;
-this repository's registry.json declares them, pins their releases and the MCS libraries they
-import. These tests need the package registry (deselect with ``-m "not network"``).
+this repository's registry.json declares them, pins their releases and every library they
+import (the MCS libraries, and ``requests`` with its requirements), so nothing unverified runs.
+These tests need the package registry (deselect with ``-m "not network"``).
 """
 
 from __future__ import annotations
 
 import json
+import runpy
+import shlex
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,13 +23,10 @@ from distbuild import ROOT, Venv, pip
 
 pytestmark = [pytest.mark.venv, pytest.mark.network]
 
-REFERENCE = [
-    "mcs-driver-csv==0.1.4",
-    "mcs-driver-filesystem==0.2.4",
-    "mcs-driver-rest==0.3.2",
-    "mcs-adapter-localfs==0.2.0",
-]
 REGISTRY = ROOT / "registry.json"
+REFERENCE: list[str] = runpy.run_path(str(ROOT / "scripts" / "lock_reference.py"))["REQUIREMENTS"]
+"""The releases registry.json pins (scripts/lock_reference.py): the drivers, and what they
+need (mcs-adapter-localfs among them, which mcs-driver-filesystem does not declare)."""
 
 
 def make_venv(path: Path, wheelhouse: Path, uv_cache: Path, *requirements: str) -> Venv:
@@ -176,21 +176,22 @@ def test_the_published_drivers_verify_as_pinned_reference_drivers(
         REGISTRY,
         env={"MCS_HOST_STATE_DIR": str(tmp_path)},
     )
-    # mcs-rest imports requests, which this repository's registry reports and does not pin:
-    # verify says load would run that unverified code, and exits 1
-    assert done.returncode == 1, done.stdout
+    # everything they import is pinned too (mcs-rest's requests and its requirements): verify
+    # says load would run only verified code, and exits 0
+    assert done.returncode == 0, done.stdout
     drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
     assert {
         label: (d["verification"], d["trust"], d["verified"]) for label, d in drivers.items()
     } == {
         "mcs-csv": ("pinned", "reference", True),
         "mcs-filesystem": ("pinned", "reference", True),
-        "mcs-rest": ("pinned", "reference", False),
+        "mcs-rest": ("pinned", "reference", True),
     }
     assert drivers["mcs-csv"]["distribution"] == "mcs-driver-csv"
-    unverified = {d["distribution"] for d in drivers["mcs-rest"]["dependencies"]}
-    assert "requests" in unverified
-    assert any(u.startswith("dependency requests ") for u in drivers["mcs-rest"]["unverified"])
+    needed = {d["distribution"]: d["status"] for d in drivers["mcs-rest"]["dependencies"]}
+    assert needed["requests"] == needed["charset-normalizer"] == "pinned"
+    assert set(needed.values()) == {"pinned"}
+    assert drivers["mcs-rest"]["unverified"] == []
     only_pinned = reference_venv.run(
         "mcs-host",
         "verify",
@@ -231,7 +232,7 @@ def test_they_load_with_their_quirks_reported(
     )
     # its MCS libraries are pinned and imported from verified bytes: nothing unverified ran
     assert "unverified" not in warnings["mcs-csv"]
-    assert "unverified-dependency: dependency requests" in warnings["mcs-rest"]
+    assert "unverified" not in warnings["mcs-rest"]  # requests is pinned, native code too
     assert {t["name"] for t in report["tools"]} >= {"read_csv_head", "read_file", "getPet"}
 
 
@@ -312,21 +313,32 @@ def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
     assert "unreachable" in record["message"]
 
 
-def test_strict_dependencies_refuse_unpinned_code(
+def test_an_unpinned_dependency_refuses_the_driver_until_its_fix_line_pins_it(
     reference_venv: Venv, config: Path, tmp_path: Path
 ) -> None:
-    strict = tmp_path / "strict.toml"
-    strict.write_text(
-        config.read_text().replace(
-            "[drivers.mcs-csv]", '[trust]\ndependencies = "refuse"\n\n[drivers.mcs-csv]'
-        )
-    )
-    drivers = load(reference_venv, strict, tmp_path)
+    # a registry that pins the drivers and the MCS libraries, not requests
+    document = json.loads(REGISTRY.read_text())
+    del document["libraries"]["requests"]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(document))
+    refusing = tmp_path / "refusing.toml"
+    refusing.write_text(config.read_text().replace(str(REGISTRY), str(partial)))
+    drivers = load(reference_venv, refusing, tmp_path)
     assert (drivers["mcs-rest"]["status"], drivers["mcs-rest"]["reason"]) == (
         "rejected",
         "unverified-dependency",
     )
     assert drivers["mcs-csv"]["status"] == "mounted"  # all it imports is pinned
+    fix = drivers["mcs-rest"]["fix"]
+    command = shlex.split(fix.split("`")[1])  # the one command it names, as printed
+    assert command == [
+        "mcs-host", "lock", "mcs-rest", "--registry", str(partial), "--config", str(refusing)
+    ]  # fmt: skip
+    done = reference_venv.run(*command, env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")})
+    assert done.returncode == 0, done.stderr
+    assert "pinned requests 2.34.2: sha256:" in done.stdout
+    drivers = load(reference_venv, refusing, tmp_path)
+    assert drivers["mcs-rest"]["status"] == "mounted", drivers["mcs-rest"]
 
 
 def test_a_tampered_dependency_refuses_the_driver(
@@ -412,6 +424,15 @@ def test_lock_pins_a_reference_driver_by_the_label_a_registry_declares(
     assert (
         entry["releases"]["0.1.4"]["digest"] == declared[driver_id]["releases"]["0.1.4"]["digest"]
     )
+    # with what it needs, as installed: the very bytes this repository's registry pins
+    libraries = json.loads(mine.read_text())["libraries"]
+    bundled = json.loads(REGISTRY.read_text())["libraries"]
+    assert "mcs-driver-core" in libraries
+    for name, pinned in libraries.items():
+        assert pinned["releases"] == {
+            v: {k: p[k] for k in ("digest", "files", "bytes")}
+            for v, p in bundled[name]["releases"].items()
+        }, name
     # no registry read declares it: the error says where a declaration would come from
     other = tmp_path / "other.json"
     elsewhere = reference_venv.run("mcs-host", "lock", "mcs-csv", "--registry", other, cwd=tmp_path)

@@ -84,12 +84,24 @@ def cli(venv: Venv, *args: str | Path, state: Path, **env: str) -> subprocess.Co
 
 
 def load_json(
-    venv: Venv, registry: Path, state: Path, *args: str, **env: str
+    venv: Venv, registry: Path, state: Path, *args: str | Path, **env: str
 ) -> tuple[int, dict[str, Any]]:
     done = cli(venv, "load", "--json", "--registry", registry, *args, state=state, **env)
     assert done.stdout, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report
+
+
+def reporting(directory: Path) -> Path:
+    """A configuration that reports unverified dependencies and refused imports instead of
+    refusing the driver (``[trust] dependencies = "report"``, for development)."""
+    config = directory / "reporting.toml"
+    config.write_text('[trust]\ndependencies = "report"\n')
+    return config
+
+
+REPORT = {"dependencies": "report"}
+"""The Python API's trust setting that :func:`reporting` is on the command line."""
 
 
 def record(report: dict[str, Any], label: str, kind: str = "drivers") -> dict[str, Any]:
@@ -224,10 +236,18 @@ def test_a_fake_mcs_host_distribution_exempts_no_dependency(
         assert "evil-lib ran" not in ran(marker)
         verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state", **env)
         assert verified.returncode == 1
-        assert "UNVERIFIED CODE would run: dependency evil-lib 1.0.0" in verified.stdout
+        assert (
+            "needs_evil: refused at load: unverified-dependency: dependency evil-lib 1.0.0"
+            in verified.stdout
+        )
         assert str(fake) in verified.stdout
-        # without --strict the dependency is reported, never silently trusted as the host's
-        _, report = load_json(venv, registry, tmp_path / "state", **env)
+        # by default too the dependency is refused, never silently trusted as the host's
+        code, report = load_json(venv, registry, tmp_path / "state", **env)
+        found = record(report, "needs_evil")
+        assert (code, found["reason"]) == (1, "unverified-dependency")
+        # reported (development), it is a warning, never trusted as the host's either
+        config = reporting(tmp_path)
+        _, report = load_json(venv, registry, tmp_path / "state", "--config", config, **env)
         warnings = " | ".join(record(report, "needs_evil")["warnings"])
         assert "unverified-dependency: dependency evil-lib 1.0.0 is unverified" in warnings
     finally:
@@ -279,7 +299,8 @@ def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
     assert venv.run("python", "-c", "import sneaky").returncode == 0  # the control
     assert ran(marker) == ["sneaky"]
     marker.unlink()
-    code, report = load_json(venv, registry, tmp_path / "state")
+    config = reporting(tmp_path)  # the driver is mounted, the refused import reported
+    code, report = load_json(venv, registry, tmp_path / "state", "--config", config)
     found = record(report, "optional_user")
     assert (code, found["status"]) == (0, "mounted")
     assert any(
@@ -288,10 +309,11 @@ def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
     environment = " | ".join(report["environment"])
     assert "pluggy, which the host requires, is installed 2 times" in environment
     assert ran(marker) == ["optional-user ran"]  # the driver ran; the plant did not
-    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
-    assert code == 1
-    assert record(report, "optional_user")["reason"] == "import-refused"
-    assert "sneaky" not in ran(marker)
+    for refusing in ((), ("--strict",)):  # by default, and in strict mode
+        code, report = load_json(venv, registry, tmp_path / "state", *refusing)
+        assert code == 1
+        assert record(report, "optional_user")["reason"] == "import-refused"
+        assert "sneaky" not in ran(marker)
 
 
 # -- namespace parents and shadows: every package on the dotted path is the verified one -----
@@ -558,7 +580,10 @@ def lazy_scene(
     return {"venv": venv, "marker": marker, "registry": registry, "evil": evil, "root": root}
 
 
-ALLOW_EXTENSIONS = {"allow_extensions": True}
+ALLOW_EXTENSIONS = {"allow_extensions": True, **REPORT}
+"""Native code allowed (the default, said), and the driver's refused optional import at load
+time reported, so that it mounts and its calls show what the gate refuses."""
+NO_EXTENSIONS = {"allow_extensions": False}
 
 
 def test_an_extension_module_in_a_pinned_driver_needs_the_policy(
@@ -566,7 +591,7 @@ def test_an_extension_module_in_a_pinned_driver_needs_the_policy(
 ) -> None:
     venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
     marker.unlink(missing_ok=True)
-    result = app(venv, registry, tmp_path / "state")
+    result = app(venv, registry, tmp_path / "state", trust=NO_EXTENSIONS)
     status, reason, message, _ = result["records"]["lazy_driver"]
     assert (status, reason) == ("rejected", "extension-module")
     assert f"_speed{EXTENSION_SUFFIXES[0]}" in message
@@ -586,9 +611,10 @@ def test_an_optional_import_at_load_time_is_refused_and_reported(
     assert status == "mounted"
     assert any(w.startswith("import-refused: import of 'fastjson' refused") for w in warnings)
     assert result["calls"] == [[True, False, None, False]]  # it fell back: no fastjson
-    code, report = load_json(venv, registry, tmp_path / "state", "--strict", "--allow-extensions")
-    assert (code, record(report, "lazy_driver")["reason"]) == (1, "import-refused")
-    assert "fastjson" not in ran(marker)
+    for refusing in ((), ("--strict",)):  # by default, and in strict mode
+        code, report = load_json(venv, registry, tmp_path / "state", *refusing)
+        assert (code, record(report, "lazy_driver")["reason"]) == (1, "import-refused")
+        assert "fastjson" not in ran(marker)
 
 
 def test_a_lazy_import_at_call_time_fails_the_call_and_the_host_goes_on(
@@ -689,16 +715,17 @@ def test_an_extension_module_in_a_pinned_library_needs_the_policy_too(
         },
         libraries={"extlib": {"releases": {"1.0.0": pin(library_wheel)}}},
     )
-    result = app(venv, registry, tmp_path / "state", [("ping", [])])
+    result = app(venv, registry, tmp_path / "state", [("ping", [])], trust=NO_EXTENSIONS)
     status, reason, message, _ = result["records"]["ext_user"]
     assert (status, reason) == ("rejected", "extension-module")
     assert "dependency extlib 1.0.0 ships extension modules (extlib/_core" in message
     assert ran(marker) == []
-    verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state")
+    state = tmp_path / "state"
+    verified = cli(venv, "verify", "--registry", registry, "--no-allow-extensions", state=state)
     assert verified.returncode == 1
     assert "ext_user: refused at load: extension-module: dependency extlib" in verified.stdout
-    # allowed, the library's extension is loaded from its verified bytes
-    result = app(venv, registry, tmp_path / "state", [("ping", [])], trust=ALLOW_EXTENSIONS)
+    # allowed (the default), the library's extension is loaded from its verified bytes
+    result = app(venv, registry, tmp_path / "state", [("ping", [])])
     assert result["records"]["ext_user"][0] == "mounted"
     assert result["calls"] == [[True, False, None, "genuine"]]
     assert ran(marker) == ["genuine ran", "ext-user ran"]
@@ -787,15 +814,27 @@ def test_a_pinned_plugin_gets_the_dependency_checks_of_a_driver(
     venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "pinned"))
     marker.unlink(missing_ok=True)
     state = tmp_path / "state"
-    code, report = load_json(venv, registry, state, "--strict")
-    assert code == 1
-    found = record(report, "audit", "plugins")
-    assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
-    assert ran(marker) == []
+    for refusing in ((), ("--strict",)):  # by default, and in strict mode
+        code, report = load_json(venv, registry, state, *refusing)
+        assert code == 1
+        found = record(report, "audit", "plugins")
+        assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
+        assert ran(marker) == []
     verified = cli(venv, "verify", "--registry", registry, state=state)
     assert verified.returncode == 1
-    assert "audit: UNVERIFIED CODE would run: dependency helper-lib 1.0.0" in verified.stdout
-    code, report = load_json(venv, registry, state)
+    assert (
+        "audit: refused at load: unverified-dependency: dependency helper-lib 1.0.0"
+        in verified.stdout
+    )
+    assert "  fix: check the dependency the message names, then pin audit with everything" in (
+        verified.stdout
+    )
+    assert f"`mcs-host lock --plugin audit --registry {registry}`" in verified.stdout
+    reported = cli(
+        venv, "verify", "--registry", registry, "--config", reporting(tmp_path), state=state
+    )
+    assert "audit: UNVERIFIED CODE would run: dependency helper-lib 1.0.0" in reported.stdout
+    code, report = load_json(venv, registry, state, "--config", reporting(tmp_path))
     found = record(report, "audit", "plugins")
     assert found["status"] == "mounted"
     warnings = " | ".join(found["warnings"])

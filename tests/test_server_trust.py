@@ -174,7 +174,7 @@ def test_lock_server_pins_a_distribution_s_files_and_waives_consent_only_when_to
     # pin alone would leave it without one)
     (before,) = load(scene, tmp_path, "--config", cfg).values()
     assert before["reason"] == "not-in-registry"
-    assert "`mcs-host lock --server adder`" in before["fix"]
+    assert f"`mcs-host lock --server adder --config {cfg}`" in before["fix"]  # as run
     done = host(scene, tmp_path, "lock", "--server", "adder", "--no-consent", "--config", cfg)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pinned MCP server adder: adder-server (community, calls need no consent)" in (

@@ -380,10 +380,11 @@ def test_an_extension_module_is_refused_unless_the_policy_allows_it(
         "victim-driver", marker, VICTIM, files={f"victim_driver/_speedups{suffix}": "not ELF"}
     )
     registry = pinned_registry(tmp_path / "registry.json", install(project))
-    row = result_for(run_host(venv, [registry], state=state))
+    refusing = {"allow_extensions": False}  # the user refuses native code
+    row = result_for(run_host(venv, [registry], state=state, policy=refusing))
     assert_refused(row, "extension-module", marker)
     assert f"victim_driver/_speedups{suffix}" in row["message"]
-    allowed = result_for(run_host(venv, [registry], state=state, policy={"allow_extensions": True}))
+    allowed = result_for(run_host(venv, [registry], state=state))  # verified bytes: the default
     assert (allowed["status"], allowed["imported"]) == ("pinned", True)
 
 
@@ -514,6 +515,60 @@ def test_a_wheel_signed_by_a_key_the_registry_does_not_trust_is_refused(
         f"signed by {attacker.public_key.keyid[:16]}, not by a key the registry trusts"
         in row["message"]
     )
+
+
+def test_lock_trusts_a_publisher_key_only_for_a_release_that_key_signed(
+    venv: Venv, marker: Path, state: Path, tmp_path: Path, wheelhouse: Path
+) -> None:
+    keys: dict[str, tuple[str, str]] = {}  # name -> (public key, key id)
+    for name in ("k1", "k2"):
+        made = venv.run("mcs-host", "keygen", tmp_path / "keys" / f"{name}.key")
+        assert made.returncode == 0, made.stderr
+        keys[name] = (made.stdout.split("public key:")[1].split()[0], made.stdout.split()[-1])
+    wheel = build_wheel(victim(marker).write(tmp_path / "src"), tmp_path / "wheels")
+    signed = venv.run("mcs-host", "sign", wheel, "--key", tmp_path / "keys" / "k1.key")
+    assert signed.returncode == 0, signed.stderr
+    venv.install(wheel, wheelhouse=wheelhouse)
+    registry = tmp_path / "registry.json"
+    env = {"MCS_HOST_STATE_DIR": str(state)}
+
+    def lock(key: str) -> tuple[int, str, str]:
+        done = venv.run(
+            "mcs-host", "lock", "victim_driver", "--registry", registry, "--publisher-key", key,
+            env=env,
+        )  # fmt: skip
+        return done.returncode, done.stdout, done.stderr
+
+    # the user was handed K2 as the publisher's key: the release K1 signed is not trusted
+    code, _, err = lock(keys["k2"][0])
+    assert code == 2
+    assert (
+        f"victim-driver 1.0.0 is signed by {keys['k1'][1]}, not by the key you gave "
+        f"({keys['k2'][1]}); nothing was written" in err
+    )
+    assert not registry.exists()
+    assert_refused(result_for(run_host(venv, [registry], state=state)), "not-in-registry", marker,
+                   status="unverified")  # fmt: skip
+    # the key that signed it: trusted by its signature, no pin, and it verifies as signed
+    code, out, err = lock(keys["k1"][0])
+    assert code == 0, err
+    assert out.startswith("trusted victim-driver 1.0.0: sha256:")
+    assert f"signed by {keys['k1'][1]} (no pin)" in out
+    (written,) = json.loads(registry.read_text())["drivers"].values()
+    assert ("releases" not in written, written["publisher_keys"][0]["key"]) == (True, keys["k1"][0])
+    verified = venv.run("mcs-host", "verify", "victim_driver", "--registry", registry, env=env)
+    assert verified.returncode == 0, verified.stdout
+    assert f"victim_driver: signed: signed by {keys['k1'][1][:16]}" in verified.stdout
+    row = result_for(run_host(venv, [registry], state=state))
+    assert (row["status"], row["imported"]) == ("signed", True)
+    # a release nobody signed is not trusted by a key either
+    before = registry.read_text()
+    unsigned = build_wheel(victim(marker, "1.0.1").write(tmp_path / "src"), tmp_path / "next")
+    venv.install(unsigned, wheelhouse=wheelhouse)
+    code, _, err = lock(keys["k1"][0])
+    assert code == 2
+    assert "victim-driver 1.0.1 carries no publisher signature, so the key you gave" in err
+    assert registry.read_text() == before
 
 
 def test_an_unverified_driver_is_refused_unless_allowed_then_warned(
@@ -667,6 +722,49 @@ def test_lock_pins_installed_drivers_and_wheels_alike(
     row = result_for(run_host(venv, [from_install], state=state, do_import=False))
     assert row["status"] == "pinned"
     assert not marker.exists()  # lock never imports either
+
+
+def test_a_version_pinned_with_builds_verifies_any_of_them_and_nothing_else(
+    venv: Venv, install: Installer, marker: Path, state: Path, tmp_path: Path
+) -> None:
+    """Wheels of one version for other Pythons or platforms hold other files: ``lock --build``
+    pins each beside the version's pin, only when asked; any of them verifies, other files
+    of that version are still refused before they run."""
+    builds = {
+        name: build_wheel(
+            driver_project(
+                "victim-driver", marker, VICTIM, files={"victim_driver/_build.py": f"B = {name!r}"}
+            ).write(tmp_path / name),
+            tmp_path / name / "wheels",
+        )
+        for name in ("first", "second", "forged")
+    }
+    registry = tmp_path / "registry.json"
+    assert (
+        venv.run("mcs-host", "lock", "--registry", registry, "--wheel", builds["first"]).returncode
+        == 0
+    )
+    refused = venv.run("mcs-host", "lock", "--registry", registry, "--wheel", builds["second"])
+    assert refused.returncode == 2
+    assert "victim-driver 1.0.0 is already pinned as sha256:" in refused.stderr
+    assert "mcs-host lock --build" in refused.stderr
+    added = venv.run(
+        "mcs-host", "lock", "--registry", registry, "--wheel", builds["second"], "--build"
+    )
+    assert added.returncode == 0, added.stderr
+    entry = json.loads(registry.read_text())["drivers"][VICTIM]
+    assert entry["releases"]["1.0.0"]["digest"] == pin(builds["first"])["digest"]
+    assert [b["digest"] for b in entry["builds"]["1.0.0"]] == [pin(builds["second"])["digest"]]
+    install(driver_project(  # the second build installed: it verifies and runs
+        "victim-driver", marker, VICTIM, files={"victim_driver/_build.py": "B = 'second'"}
+    ))  # fmt: skip
+    row = result_for(run_host(venv, [registry], state=state))
+    assert (row["status"], row["reason"], row["imported"]) == ("pinned", "pinned", True)
+    marker.unlink()
+    venv.install(builds["forged"], "--force-reinstall", "--no-deps")
+    row = result_for(run_host(venv, [registry], state=state))
+    assert_refused(row, "digest-mismatch", marker)
+    assert "and its 1 other build;" in row["message"]
 
 
 def test_lock_without_a_registry_writes_the_one_a_load_reads(

@@ -1,8 +1,10 @@
 """Drivers the world writes: a driver that imports numpy, pandas and scipy, with their wheels
 from the package index (auditwheel-repaired: ``numpy.libs/`` holds OpenBLAS, gfortran,
-quadmath; ``scipy.libs/`` its own), pinned with one ``lock``, verified, loaded in process and
-isolated, and its tool answering with numbers ``numpy.linalg``, pandas and scipy computed.
-Needs the package registry (deselect with ``-m "not network"``).
+quadmath; ``scipy.libs/`` its own), pinned with one ``lock LABEL`` (the driver and every
+distribution it needs), verified, loaded in process and isolated with their native code
+allowed by default, and its tool answering with numbers ``numpy.linalg``, pandas and scipy
+computed; a user who refuses native code gets it refused. Needs the package registry
+(deselect with ``-m "not network"``).
 """
 
 from __future__ import annotations
@@ -89,10 +91,15 @@ def science(
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
     pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = root / "registry.json"
-    named = [arg for name in libraries for arg in ("--distribution", name)]
-    done = venv.run("mcs-host", "lock", "np-stats", *named, "--registry", registry)
+    done = venv.run("mcs-host", "lock", "np-stats", "--registry", registry)
     assert done.returncode == 0, done.stderr
-    return {"venv": venv, "registry": registry, "root": root, "libraries": libraries}
+    return {
+        "venv": venv,
+        "registry": registry,
+        "root": root,
+        "libraries": libraries,
+        "locked": done.stdout,
+    }
 
 
 def run(science: dict[str, Any], *args: str | Path) -> tuple[int, str, str]:
@@ -108,10 +115,28 @@ def test_one_lock_pins_the_driver_and_every_library_it_imports(science: dict[str
     assert [e["label"] for e in written["drivers"].values()] == ["np-stats"]
     # scipy requires numpy below a License field continued by lines of blanks: still read
     assert {"numpy", "pandas", "scipy"} <= set(written["libraries"])
+    # `lock np-stats` alone pinned what pip installed for it, each listed
     assert set(written["libraries"]) == set(science["libraries"])
-    code, out, _ = run(science, "verify", "--allow-extensions")
+    listed = {line.split()[1] for line in science["locked"].splitlines() if " sha256:" in line}
+    assert listed == {"np-stats", *science["libraries"]}
+    # native code of verified distributions is verified code: no flag is needed
+    code, out, _ = run(science, "verify")
     assert code == 0, out
     assert "1 of 1 drivers may be loaded; 1 would run only verified code." in out
+
+
+def test_a_user_who_refuses_native_code_gets_the_numpy_driver_refused(
+    science: dict[str, Any], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcs-host.toml"
+    config.write_text("[trust]\nallow_extensions = false\n")
+    for refusing in (["--config", str(config)], ["--no-allow-extensions"]):
+        code, out, _ = run(science, "load", "--json", *refusing)
+        (record,) = json.loads(out)["drivers"]
+        assert code == 1
+        assert (record["status"], record["reason"]) == ("rejected", "extension-module")
+        assert "and the policy refuses native code" in record["message"]
+        assert "`--allow-extensions`" in record["fix"]
 
 
 @pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
@@ -119,9 +144,7 @@ def test_a_numpy_pandas_and_scipy_driver_loads_verified_and_computes(
     science: dict[str, Any], isolate: bool
 ) -> None:
     flags = ["--isolate"] if isolate else []
-    code, out, _ = run(
-        science, "call", "solve", "--args", ARGS, "--allow-extensions", "--json", *flags
-    )
+    code, out, _ = run(science, "call", "solve", "--args", ARGS, "--json", *flags)
     document = json.loads(out)
     records = document["load"]["drivers"]
     assert code == 0, [(r["status"], r["reason"], r["message"]) for r in records]

@@ -43,14 +43,21 @@ def new_command(
         typer.Option("--publisher", help="Who publishes it (its trust manifest).", metavar="NAME"),
     ] = "Your name",
     repository: Annotated[
-        str | None, typer.Option("--repository", help="Its source repository URL.", metavar="URL")
+        str | None,
+        typer.Option(
+            "--repository",
+            help="Its source repository: a URL, or OWNER/REPO on GitHub (named in the release "
+            "workflow's instructions too).",
+            metavar="REPOSITORY",
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests.
+    """Create a driver distribution: pyproject with the entry point, manifest, a tool, tests,
+    and a GitHub Actions workflow that publishes its releases to PyPI with attestations.
 
-    A label that breaks the label rule, or a repository that is no https, ssh or git URL, is
-    refused before anything is written.
+    A label that breaks the label rule, or a repository that is no https, ssh or git URL nor
+    GitHub's OWNER/REPO, is refused before anything is written.
     """
     from mcs_host.kit.scaffold import new_driver
 
@@ -157,7 +164,7 @@ def check_command(
             checked.append({"label": label, "passes": False, "results": [failure]})
             continue
         results = check_driver(obj, {**shared, **own.get(label, {})})
-        results += _version_skew(target, obj)
+        results += _version_skew(target, obj) + _placeholder_publisher(obj)
         checked.append(
             {
                 "label": label,
@@ -203,6 +210,23 @@ def _version_skew(target: str, obj: Any) -> tuple[Any, ...]:
         "`mcs-host bump VERSION`"
     )
     return (ConformanceResult("error", "version-skew", message),)
+
+
+def _placeholder_publisher(obj: Any) -> tuple[Any, ...]:
+    """A warning while the driver's trust manifest names the publisher ``mcs-host new``
+    wrote for want of one: whoever trusts its releases would be shown that name."""
+    from mcs_host.kit.conformance import ConformanceResult
+    from mcs_host.kit.scaffold import PLACEHOLDER_PUBLISHER
+
+    trust = getattr(getattr(obj, "meta", None), "trust", None)
+    if getattr(trust, "publisher", None) != PLACEHOLDER_PUBLISHER:
+        return ()
+    message = (
+        f"its trust manifest names the publisher {PLACEHOLDER_PUBLISHER!r}, which `mcs-host "
+        'new` wrote for want of one: set "publisher" under "trust" in its mcs-driver.json '
+        "to who publishes it before a release"
+    )
+    return (ConformanceResult("warning", "placeholder-publisher", message),)
 
 
 def _load_object(value: str) -> Any:

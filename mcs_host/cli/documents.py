@@ -131,6 +131,9 @@ class Dependency(TypedDict):
     message: str
     fix: str | None
     """What to do about ``reason``; null when nothing is to be done."""
+    provenance: str | None
+    """The publisher whose provenance its pin carries (``github:OWNER/REPO:WORKFLOW``); null
+    when it carries none."""
 
 
 class ReasonMessage(TypedDict):
@@ -178,6 +181,30 @@ class VerifiedDriver(TypedDict):
     dependencies: list[Dependency]
     warnings: list[str]
     live: Live | None
+    provenance: str | None
+    """The publisher whose provenance its pin carries (``github:OWNER/REPO:WORKFLOW``); null
+    when it carries none (or nothing pins it)."""
+
+
+class RecheckedProvenance(TypedDict):
+    """One provenance a registry stores, verified again offline (``verify --provenance``)."""
+
+    distribution: str
+    version: str
+    filename: str
+    """The distribution file it attests."""
+    publisher: str
+    """The publisher its pin records."""
+    path: str | None
+    """The stored provenance read; null when none is stored."""
+    ok: bool
+    problem: str | None
+    """Null when it verified again; else ``stored-missing``, ``stored-changed``,
+    ``stored-unreadable``, ``summary-mismatch`` (the pin was edited), ``publisher-changed``,
+    or what Sigstore refused (``signature-invalid``, ``sha256-mismatch``, ``extra-missing``,
+    ...: docs/reference/json-output.md lists them)."""
+    message: str
+    fix: str | None
 
 
 class StartupCode(TypedDict):
@@ -202,6 +229,8 @@ class VerifyDocument(TypedDict):
     problems: list[Problem]
     """What makes a label mean two things: a host plugin with an installed driver's label
     (``plugin-shadows-driver``); a note, which ``ok`` does not read."""
+    provenance: NotRequired[list[RecheckedProvenance]]
+    """With ``--provenance``: every provenance the registries store, verified again."""
 
 
 class Mount(TypedDict):
@@ -311,6 +340,14 @@ class PinnedRelease(TypedDict):
     digest: str
     files: int
     bytes: int
+    provenance: NotRequired[str | None]
+    """The publisher whose provenance its pin carries; null when it carries none."""
+    needed_by: str | None
+    """The distribution whose dependencies brought it in (``lock`` pins what a driver
+    needs with it); null for what the command line named."""
+    signed_by: list[str]
+    """The ids of the publisher keys (``--publisher-key``) that signed it: the registry
+    trusts it by their signature, and no pin is written; empty when it is pinned."""
 
 
 class PinnedServer(TypedDict):

@@ -19,6 +19,7 @@ import typer
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
 from ._listing import render_listing
+from ._rechecked import rechecked_json, rechecked_text
 from ._signatures import arguments_from_words
 from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from mcs_host.loading.records import Loaded, LoadReport
     from mcs_host.orchestration.calls import ToolCall
     from mcs_host.orchestration.orchestrator import Orchestrator
+    from mcs_host.trust.attested import Rechecked
 
 
 @host_options("path", "no_verify", *REGISTRY_OPTIONS)
@@ -139,12 +141,23 @@ def verify_drivers(
             "(needs the mcp extra).",
         ),
     ] = False,
+    provenance: Annotated[
+        bool,
+        typer.Option(
+            "--provenance",
+            help="Also verify again, offline, every PEP 740 provenance the registries store: "
+            "each stored file must be the one its pin records and prove, with Sigstore, the "
+            "file and the publisher its registry entry names (needs the attest extra).",
+        ),
+    ] = False,
 ) -> None:
     """Check each driver and host plugin, and what it depends on, against the registries,
-    without importing any of them (with --live, each driver also starts in a child process).
+    without importing any of them (with --live, each driver also starts in a child process;
+    with --provenance, every stored provenance is verified again).
 
     Exits 0 only when every one asked for may be loaded and would run nothing but verified
-    code (and the host's), and started with --live; 1 otherwise.
+    code (and the host's), and started with --live, and every stored provenance verified
+    again with --provenance; 1 otherwise.
     """
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.verify import verify_installed
@@ -154,15 +167,33 @@ def verify_drivers(
     try:
         with Progress(not as_json) as progress:
             report = verify_installed(settings, search, labels or (), progress, live)
+            rechecked = _rechecked(settings, progress) if provenance else None
     except ConfigError as exc:
         fail(str(exc))
+    again = options.lock_again(settings)
+    ok = report.ok and all(c.ok for c in rechecked or ())
     if as_json:
-        write_document(json.dumps(verify_json(report, settings.notes), indent=2))
+        document = verify_json(report, settings.notes, again)
+        if rechecked is not None:
+            document["provenance"] = rechecked_json(rechecked)
+            document["ok"] = ok
+        write_document(json.dumps(document, indent=2))
     else:
         colour = use_colour()
-        typer.echo(verify_text(report, colour), color=colour)
-    if not report.ok:
+        text = verify_text(report, colour, again)
+        text += rechecked_text(rechecked) if rechecked is not None else ""
+        typer.echo(text, color=colour)
+    if not ok:
         raise typer.Exit(1)
+
+
+def _rechecked(settings: HostConfig, progress: Progress) -> tuple[Rechecked, ...]:
+    """Every provenance the registries of ``settings`` store, verified again (``verify
+    --provenance``: the only verify that imports Sigstore)."""
+    from mcs_host.trust.attested import recheck
+
+    index, _, _ = settings.trust_index()
+    return recheck(index, progress)
 
 
 def _load(
@@ -249,8 +280,9 @@ def load_command(
     """
     settings = options.host_config()
     loaded, report = _load(settings, labels or (), options.path, show=not as_json)
+    again = options.lock_again(settings)
     if as_json:
-        document = report_json(report, loaded, settings.notes)
+        document = report_json(report, loaded, settings.notes, again)
         if prompt and loaded is not None:
             document["system_prompt"] = loaded.driver.get_driver_system_message(model)
             answers = loaded.driver.response_schema()
@@ -263,7 +295,7 @@ def load_command(
         write_document(json.dumps(document, indent=2, default=str))
     else:
         colour = use_colour()
-        typer.echo(report_text(report, loaded, colour, verbose), color=colour)
+        typer.echo(report_text(report, loaded, colour, verbose, again), color=colour)
         if prompt and loaded is not None:
             typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
     if not report.ok:
@@ -283,13 +315,15 @@ def _answer(
     as_json: bool,
     labels: Sequence[str] = (),
     approve: bool = False,
+    again: str = "",
 ) -> None:
     """Load the stack (only ``labels``, when given), pass it ``output`` and print the
     DriverResponse (or, with ``--json``, the load and the response as one document); exit 1
     when either failed. ``approve``: each call that needs approval is asked on the terminal
-    (no ticker then: the question stays on its line)."""
+    (no ticker then: the question stays on its line). ``again``: the options each ``mcs-host
+    lock`` of a fix line keeps (:meth:`HostOptions.lock_again`)."""
     if not as_json:
-        loaded, report = loaded_or_exit(settings, path, labels, approve=approve)
+        loaded, report = loaded_or_exit(settings, path, labels, approve=approve, again=again)
         if not report.ok and not loaded.driver.list_tools():
             raise typer.Exit(1)  # nothing to call: the errors above say why
         output = _made(output, loaded.driver)
@@ -309,7 +343,7 @@ def _answer(
     document: CallDocument = {
         "schema": schema_urn(command),
         "ok": answer is not None and not answer.call_failed and report.ok,
-        "load": report_json(report, found, settings.notes),
+        "load": report_json(report, found, settings.notes, again),
         "response": answer.model_dump(mode="json") if answer is not None else None,
     }
     write_document(json.dumps(document, indent=2, default=str))
@@ -355,11 +389,12 @@ def call_command(
     if approve:
         _check_terminal()
     settings = options.host_config()
+    again = options.lock_again(settings)
     path = options.path
     labels = label or ()
     if not words:
         output = {"tool": tool, "arguments": arguments}
-        _answer("call", settings, path, output, as_json, labels, approve)
+        _answer("call", settings, path, output, as_json, labels, approve, again)
         return
     for word in words:  # the form is checked before anything loads
         if "=" not in word or word.startswith("="):
@@ -369,7 +404,7 @@ def call_command(
         schema = next((t.input_schema() for t in stack.list_tools() if t.name == tool), None)
         return {"tool": tool, "arguments": {**arguments, **arguments_from_words(words, schema)}}
 
-    _answer("call", settings, path, typed, as_json, labels, approve)
+    _answer("call", settings, path, typed, as_json, labels, approve, again)
 
 
 @host_options(*LOAD_OPTIONS)
@@ -405,7 +440,8 @@ def run_command(
             message = str(exc).removeprefix("--object: ")
             raise typer.BadParameter(message, param_hint="--object") from None
     settings = options.host_config()
-    _answer("run", settings, options.path, output, as_json, label or (), approve)
+    again = options.lock_again(settings)
+    _answer("run", settings, options.path, output, as_json, label or (), approve, again)
 
 
 def _check_terminal() -> None:
@@ -477,10 +513,12 @@ def loaded_or_exit(
     labels: Sequence[str] = (),
     *,
     approve: bool = False,
+    again: str = "",
 ) -> tuple[Loaded, LoadReport]:
     """Load the stack, saying on stderr how each mount went and each error; exit 1 when the
     load failed. The report's errors include what was asked for and did not mount (the
-    caller exits 1 for them once it has done its work, or before, as ``serve`` does)."""
+    caller exits 1 for them once it has done its work, or before, as ``serve`` does).
+    ``again``: the options each ``mcs-host lock`` of a fix line keeps."""
     loaded, report = _load(settings, labels, path, approve=approve)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
@@ -495,7 +533,9 @@ def loaded_or_exit(
             message = f"not mounted {what}{record.label}: {record.reason}: {record.message}"
             typer.echo(message, err=True)
             subject = record_subject(record)
-            for line in fix_lines(record.reason, record.label, record.distribution, subject):
+            for line in fix_lines(
+                record.reason, record.label, record.distribution, subject, again=again
+            ):
                 typer.echo(line, err=True)
     if loaded is None or not report.ok:
         for error in report.errors:

@@ -15,6 +15,7 @@ from .documents import KeyDocument, SignDocument, SignRegistryDocument, schema_u
 from .options import JsonOption, fail, parse_ids
 
 if TYPE_CHECKING:
+    from mcs_host.trust.release import ReleaseStatement
     from mcs_host.trust.signatures import PrivateKey
 
 
@@ -129,6 +130,7 @@ def sign(
         statement = sign_wheel(wheel, private, parse_ids(ids), output)
     except (ValueError, SignatureError, OSError) as exc:
         fail(str(exc))
+    _warn_placeholder(statement)
     if as_json:
         document: SignDocument = {
             "schema": schema_urn("sign"),
@@ -147,6 +149,22 @@ def sign(
     for driver in statement.drivers:
         typer.echo(f"  driver {driver.label} = {driver.object} (id {driver.id})")
     typer.echo(f"  by key {private.public_key.keyid}")
+
+
+def _warn_placeholder(statement: ReleaseStatement) -> None:
+    """Say on stderr which signed drivers' trust manifests still name the publisher
+    ``mcs-host new`` wrote for want of one: whoever trusts the key is shown that name."""
+    from mcs_host.kit.scaffold import PLACEHOLDER_PUBLISHER
+
+    for driver in statement.drivers:
+        if driver.trust is not None and driver.trust.publisher == PLACEHOLDER_PUBLISHER:
+            typer.echo(
+                f"warning: driver {driver.label}'s trust manifest names the publisher "
+                f"{PLACEHOLDER_PUBLISHER!r}, which `mcs-host new` wrote for want of one: set "
+                '"publisher" under "trust" in its mcs-driver.json, build the wheel again and '
+                "sign that",
+                err=True,
+            )
 
 
 def sign_registry(

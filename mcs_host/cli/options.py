@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -111,7 +112,8 @@ AllowExtensionsOption = Annotated[
     bool | None,
     typer.Option(
         "--allow-extensions/--no-allow-extensions",
-        help="Allow drivers that ship extension modules (not re-checked at import).",
+        help="Load (the default) or refuse the native code (extension modules) of verified "
+        "distributions, linked from their verified bytes. Also MCS_HOST_ALLOW_EXTENSIONS=0.",
         show_default=False,
     ),
 ]
@@ -247,6 +249,25 @@ class HostOptions:
             return _with_sets(loaded, self.sets, self.path)
         except ConfigError as exc:
             fail(str(exc))
+
+    def lock_again(self, config: HostConfig) -> str:
+        """The options each ``mcs-host lock`` of a fix line under this command's output
+        keeps, so it pins into a registry ``config`` reads, from the same configuration and
+        search path: ``--registry`` with the first registry ``config`` names (unless that is
+        where ``lock`` writes anyway, or registry keys make each one a signed envelope, which
+        ``lock`` does not write), ``--config`` and ``--path`` as given; each word quoted for
+        the shell, each after a space."""
+        from mcs_host.trust.registry import user_registry_path
+
+        words: list[str] = []
+        named = config.registries or ()
+        default = os.path.abspath(user_registry_path())
+        if named and not config.registry_keys and os.path.abspath(named[0]) != default:
+            words += ["--registry", named[0]]
+        words += ["--config", os.fspath(self.config)] if self.config is not None else []
+        for directory in self.path or ():
+            words += ["--path", os.fspath(directory)]
+        return "".join(f" {shlex.quote(word)}" for word in words)
 
 
 REGISTRY_OPTIONS: Final = ("config", "registry", "registry_key", "threshold")

@@ -1,13 +1,16 @@
 """The load and verify reports as text tables and as JSON documents.
 
 Under each refusal the text says what to do (``fix:``) and the JSON gives the same as
-``"fix"``, from the table of :mod:`mcs_host._reasons`, with the label filled in.
+``"fix"``, from the table of :mod:`mcs_host._reasons`, with the label filled in, and each
+``mcs-host lock`` command given the options (``again``) that make it pin into a registry the
+command that printed it reads, from the same configuration and search path.
 
 One module: each report's text and its JSON side by side, so what one says the other says.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -38,16 +41,25 @@ if TYPE_CHECKING:
     from mcs_host.trust.dependencies import DependencyCheck
 
 
+_LOCK = re.compile(r"`(mcs-host lock\b[^`]*)`")
+"""A ``mcs-host lock`` command quoted in a fix."""
+
+
 def fix(
     code: str,
     label: str | None = None,
     distribution: str | None = None,
     subject: Subject = "driver",
+    again: str = "",
 ) -> str | None:
     """What to do about ``code`` for ``label`` (of ``distribution``); ``None`` when there is
-    nothing to do or the code is not a reason code."""
+    nothing to do or the code is not a reason code. ``again`` (words, each after a space)
+    ends each ``mcs-host lock`` command of it."""
     reason = REASONS.get(code)
-    return (reason.fix_for(label, distribution, subject) or None) if reason else None
+    found = reason.fix_for(label, distribution, subject) if reason else ""
+    if found and again:
+        found = _LOCK.sub(lambda m: f"`{m.group(1)}{again}`", found)
+    return found or None
 
 
 def fix_lines(
@@ -56,9 +68,10 @@ def fix_lines(
     distribution: str | None = None,
     subject: Subject = "driver",
     indent: str = "  ",
+    again: str = "",
 ) -> list[str]:
     """The ``fix:`` line printed under a refusal with ``code``, or none."""
-    found = fix(code, label, distribution, subject)
+    found = fix(code, label, distribution, subject, again)
     return [f"{indent}fix: {found}"] if found else []
 
 
@@ -94,13 +107,23 @@ def _mcp_subject(reason: str, distribution: str | None) -> Subject:
     return "server" if known is not None and known.server_fix else "library"
 
 
-def _dependency_fix(label: str, d: DependencyCheck) -> str | None:
-    return fix(d.reason, label, d.distribution, "library")
+_PINNABLE = ("not-in-registry", "no-pin")
+"""Why a dependency is unverified when pinning it as installed verifies it."""
 
 
-def _refusal_fix(r: VerifyRecord) -> str | None:
+def _dependency_fix(r: VerifyRecord, d: DependencyCheck, again: str) -> str | None:
+    """What to do about the dependency ``d`` of ``r``: an unpinned one is pinned with the
+    driver or host plugin that needs it (``lock`` pins a label's whole closure); anything
+    else, the dependency's own fix."""
+    if d.status == "unverified" and d.reason in _PINNABLE:
+        distribution = r.verification.candidate.distribution
+        return fix("unverified-dependency", r.label, distribution, _verified_subject(r), again)
+    return fix(d.reason, r.label, d.distribution, "library", again)
+
+
+def _refusal_fix(r: VerifyRecord, again: str) -> str | None:
     """The fix for why load would refuse ``r`` after verification: for a dependency refused
-    or unverified, that dependency's own fix."""
+    or unverified, the fix of that dependency."""
     assert r.refusal is not None
     wanted = {
         "dependency-rejected": ("rejected", "revoked"),
@@ -109,11 +132,16 @@ def _refusal_fix(r: VerifyRecord) -> str | None:
     statuses = wanted.get(r.refusal[0], ())
     culprit = next((d for d in r.dependencies if d.status in statuses), None)
     if culprit is not None:
-        return _dependency_fix(r.label, culprit)
-    return fix(r.refusal[0], r.label, r.verification.candidate.distribution, _verified_subject(r))
+        return _dependency_fix(r, culprit, again)
+    distribution = r.verification.candidate.distribution
+    return fix(r.refusal[0], r.label, distribution, _verified_subject(r), again)
 
 
-def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocument:
+def verify_json(
+    report: VerifyReport, notes: tuple[str, ...] = (), again: str = ""
+) -> VerifyDocument:
+    """The verify report as its JSON document; ``again`` as :func:`fix` takes it."""
+
     def record(r: VerifyRecord) -> VerifiedDriver:
         v = r.verification
         return {
@@ -128,8 +156,12 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
             "verified": r.verified,
             "reason": v.reason,
             "message": v.message,
-            "fix": fix(v.reason, r.label, v.candidate.distribution, _verified_subject(r)),
-            "refusal": {"reason": r.refusal[0], "message": r.refusal[1], "fix": _refusal_fix(r)}
+            "fix": fix(v.reason, r.label, v.candidate.distribution, _verified_subject(r), again),
+            "refusal": {
+                "reason": r.refusal[0],
+                "message": r.refusal[1],
+                "fix": _refusal_fix(r, again),
+            }
             if r.refusal
             else None,
             "unverified": list(r.unverified),
@@ -152,7 +184,8 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
                     "status": d.status,
                     "reason": d.reason,
                     "message": d.message,
-                    "fix": _dependency_fix(r.label, d),
+                    "fix": _dependency_fix(r, d, again),
+                    "provenance": d.provenance,
                 }
                 for d in r.dependencies
             ],
@@ -166,6 +199,7 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
             }
             if r.live is not None
             else None,
+            "provenance": v.provenance,
         }
 
     return {
@@ -181,7 +215,7 @@ def verify_json(report: VerifyReport, notes: tuple[str, ...] = ()) -> VerifyDocu
         "plugins": [record(r) for r in report.records if r.kind == "plugin"],
         "environment": list(report.environment),
         "startup": [{"path": path, "what": what} for path, what in report.startup],
-        "servers": [server_json(s) for s in report.servers],
+        "servers": [server_json(s, again) for s in report.servers],
         "config_notes": list(notes),
         "problems": [
             {
@@ -201,7 +235,7 @@ def _problem_fix(problem: Problem) -> str | None:
     return fix(problem.code, problem.labels[0] if len(problem.labels) == 1 else None)
 
 
-def server_json(s: ServerCheck) -> Server:
+def server_json(s: ServerCheck, again: str = "") -> Server:
     return {
         "label": s.label,
         "transport": s.transport,
@@ -212,14 +246,16 @@ def server_json(s: ServerCheck) -> Server:
         "consent": s.consent,
         "reason": s.reason,
         "message": s.message,
-        "fix": fix(s.reason, s.label, s.distribution, _server_subject(s)),
+        "fix": fix(s.reason, s.label, s.distribution, _server_subject(s), again),
         "distribution": s.distribution,
         "version": s.version,
         "unverified": list(s.unverified),
     }
 
 
-def servers_text(servers: Sequence[ServerCheck], colour: bool = False) -> list[str]:
+def servers_text(
+    servers: Sequence[ServerCheck], colour: bool = False, again: str = ""
+) -> list[str]:
     """The configured MCP servers: a table, then what was and was not verified."""
     if not servers:
         return []
@@ -240,12 +276,13 @@ def servers_text(servers: Sequence[ServerCheck], colour: bool = False) -> list[s
     for s in servers:
         seen = "its code is never seen here" if s.transport == "http" else ""
         lines.append(f"{s.label}: {s.reason}: {s.message}" + (f" ({seen})" if seen else ""))
-        lines += fix_lines(s.reason, s.label, s.distribution, _server_subject(s))
+        lines += fix_lines(s.reason, s.label, s.distribution, _server_subject(s), again=again)
         lines += [f"{s.label}: UNVERIFIED CODE would run: {u}" for u in s.unverified]
     return lines
 
 
-def verify_text(report: VerifyReport, colour: bool = False) -> str:
+def verify_text(report: VerifyReport, colour: bool = False, again: str = "") -> str:
+    """The verify report as text; ``again`` as :func:`fix` takes it."""
     lines = [f"Registries: {', '.join(report.registries) if report.registries else 'none'}"]
     for reason, message in report.registry_errors:
         lines += [f"  refused: {message}", *fix_lines(reason, indent="    ")]
@@ -264,6 +301,7 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
                 trust,
                 "yes" if r.loadable else "no",
                 (v.digest or "-")[:19],
+                v.provenance or ("none" if v.status in ("pinned", "signed") else "-"),
             ]
         )
     if rows:
@@ -276,20 +314,23 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
             "TRUST",
             "LOADABLE",
             "DIGEST",
+            "PROVENANCE",
         ]
         lines += table(headers, rows, colour)
         lines.append("")
     for r in report.records:
         v = r.verification
         lines.append(f"{r.label}: {v.reason}: {v.message}")
-        lines += fix_lines(v.reason, r.label, v.candidate.distribution, _verified_subject(r))
+        lines += fix_lines(
+            v.reason, r.label, v.candidate.distribution, _verified_subject(r), again=again
+        )
         lines += [f"{r.label}: WARNING: {w}" for w in v.warnings]
         if r.refusal is not None:
             lines.append(f"{r.label}: refused at load: {r.refusal[0]}: {r.refusal[1]}")
-            found = _refusal_fix(r)
+            found = _refusal_fix(r, again)
             lines += [f"  fix: {found}"] if found else []
         elif r.loadable:
-            lines += _unverified_lines(r)
+            lines += _unverified_lines(r, again)
         if r.live is not None:
             lines.append(f"{r.label}: live: {_live(r)}")
     lines += [f"{label}: no driver or plugin has this label" for label in report.missing]
@@ -313,7 +354,7 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
         lines.append(
             f"{loadable} of {total} {noun} may be loaded; {verified} would run only verified code."
         )
-    servers = servers_text(report.servers, colour)
+    servers = servers_text(report.servers, colour, again)
     if servers:
         lines += servers
         allowed = sum(s.allowed for s in report.servers)
@@ -325,7 +366,7 @@ def verify_text(report: VerifyReport, colour: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _unverified_lines(r: VerifyRecord) -> list[str]:
+def _unverified_lines(r: VerifyRecord, again: str) -> list[str]:
     """The unverified code load would run for ``r``, each dependency with its fix (the
     driver's own is under its reason already)."""
     dependencies = [d for d in r.dependencies if d.status == "unverified"]
@@ -334,7 +375,7 @@ def _unverified_lines(r: VerifyRecord) -> list[str]:
     for n, what in enumerate(r.unverified):
         lines.append(f"{r.label}: UNVERIFIED CODE would run: {what}")
         if own >= 0 and n >= own:
-            found = _dependency_fix(r.label, dependencies[n - own])
+            found = _dependency_fix(r, dependencies[n - own], again)
             lines += [f"  fix: {found}"] if found else []
     return lines
 
@@ -350,8 +391,10 @@ def _live(r: VerifyRecord) -> str:
 
 
 def report_json(
-    report: LoadReport, loaded: Loaded | None, notes: tuple[str, ...] = ()
+    report: LoadReport, loaded: Loaded | None, notes: tuple[str, ...] = (), again: str = ""
 ) -> LoadDocument:
+    """The load report as its JSON document; ``again`` as :func:`fix` takes it."""
+
     def record(r: LoadRecord) -> Mount:
         return {
             "label": r.label,
@@ -362,7 +405,7 @@ def report_json(
             "status": r.status,
             "reason": r.reason,
             "message": r.message,
-            "fix": fix(r.reason, r.label, r.distribution, record_subject(r)),
+            "fix": fix(r.reason, r.label, r.distribution, record_subject(r), again),
             "verification": r.verification,
             "trust": r.trust,
             "tools": list(r.tools),
@@ -393,12 +436,16 @@ def report_json(
 
 
 def report_text(
-    report: LoadReport, loaded: Loaded | None, colour: bool = False, verbose: bool = False
+    report: LoadReport,
+    loaded: Loaded | None,
+    colour: bool = False,
+    verbose: bool = False,
+    again: str = "",
 ) -> str:
     """The load report as a table and its notes, a ``fix:`` line under each mount that did not
     mount; mounts left out because other labels were asked for are counted in one line, not
     listed (``--json`` lists them); the modules imported unverified are counted per
-    distribution, and named only when ``verbose``."""
+    distribution, and named only when ``verbose``; ``again`` as :func:`fix` takes it."""
     lines = [f"  registry refused: {e}" for e in report.registry_errors]
     shown = [r for r in report.records if r.reason != "not-requested"]
     others = len(report.records) - len(shown)
@@ -435,7 +482,7 @@ def report_text(
     for r in (*shown, *report.plugins):
         if r.status != "mounted":
             lines.append(f"{r.label}: {r.reason}: {r.message}")
-            lines += fix_lines(r.reason, r.label, r.distribution, record_subject(r))
+            lines += fix_lines(r.reason, r.label, r.distribution, record_subject(r), again=again)
         elif r.isolation == "process":
             lines.append(f"{r.label}: isolated: runs in a process of its own")
         lines += [f"{r.label}: WARNING: {brief(w, verbose)}" for w in r.warnings]

@@ -157,7 +157,8 @@ def serve_command(
     # the console script has pointed descriptor 1 at stderr for good already; in-process
     # (a test's runner), this keeps what a driver prints while it loads off stdout
     with _stdout_to_stderr():
-        loaded, report = loaded_or_exit(settings, options.path, labels or ())
+        again = options.lock_again(settings)
+        loaded, report = loaded_or_exit(settings, options.path, labels or (), again=again)
         if not report.ok:  # a client would get less than the configuration asks for
             loaded.close()
             fail(

@@ -35,7 +35,8 @@ def tools_command(
     from .drivers import loaded_or_exit
 
     settings = options.host_config()
-    loaded, report = loaded_or_exit(settings, options.path, labels or ())
+    again = options.lock_again(settings)
+    loaded, report = loaded_or_exit(settings, options.path, labels or (), again=again)
     stack = loaded.driver
     rows = []
     for tool in stack.list_tools():

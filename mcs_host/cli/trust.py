@@ -5,6 +5,11 @@ A LABEL means one driver: a host plugin (which runs in every command once pinned
 only by ``--plugin``, an MCP server only by ``--server``, and a label that names more than one
 installed or configured thing is refused with the command that pins each.
 
+What ``lock`` pins from the installed environment, it pins with everything it needs: each
+distribution of its dependency closure outside the host's own installation (what a load
+would check; :func:`mcs_host.trust.dependencies.dependency_closure`) is pinned as a library
+in the same write, so one command vouches for all the code a driver runs.
+
 One module: the command group of the docs; ``lock`` pins drivers, host plugins, libraries and
 servers into one registry in one write, each kind by the same options (``--registry``,
 ``--trust``, ``--replace``).
@@ -16,7 +21,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, cast
@@ -46,7 +51,13 @@ from .options import (
 
 if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig, MCPServerSettings
-    from mcs_host.trust.registry import DriverEntry, MCPServerEntry, Registry, TrustLabel
+    from mcs_host.trust.registry import (
+        DriverEntry,
+        MCPServerEntry,
+        Registry,
+        ReleaseEntry,
+        TrustLabel,
+    )
     from mcs_host.trust.release import Release
 
 
@@ -90,6 +101,14 @@ def lock_drivers(
     replace: Annotated[
         bool, typer.Option("--replace", help="Re-pin a version already pinned with another digest.")
     ] = False,
+    build: Annotated[
+        bool,
+        typer.Option(
+            "--build",
+            help="Pin files of a version already pinned with another digest as another build "
+            "of it (a wheel for another Python or platform), beside its pin.",
+        ),
+    ] = False,
     declare: Annotated[
         list[str] | None,
         typer.Option(
@@ -119,7 +138,9 @@ def lock_drivers(
         list[str] | None,
         typer.Option(
             "--publisher-key",
-            help="Trust this key (from keygen) to sign the drivers' later releases.",
+            help="Trust the drivers' releases this key (from keygen) signs: each release "
+            "being locked must carry its signature (mcs-host sign), and is then trusted by it, "
+            "not pinned.",
             metavar="KEY",
         ),
     ] = None,
@@ -152,17 +173,17 @@ def lock_drivers(
     A LABEL names one driver: a label that is also a host plugin's, an MCP server's or
     another distribution's is refused, with the command that pins each. A wheel or
     distribution without drivers (and not named by --declare or --plugin) is pinned as a
-    library: a dependency drivers import, verified before they import it.
+    library: a dependency drivers import, verified before they import it. What an installed
+    driver, host plugin, distribution or server needs (its dependencies, transitively, but
+    the host's own) is pinned with it, as libraries.
     """
+    from mcs_host.trust.attested import refuse_unattested
     from mcs_host.trust.registry import RegistryError, user_registry_path
-    from mcs_host.trust.release import lock
+    from mcs_host.trust.release import UnsignedReleaseError, lock
 
-    if trust not in ("verified", "reference", "community"):
-        raise typer.BadParameter(
-            f"{trust!r} is not verified, reference or community", param_hint="--trust"
-        )
+    _check_given(trust, publisher_keys or ())
     target = os.fspath(registry) if registry else user_registry_path()
-    current = _current(target)
+    current = before = _current(target)
     declared = parse_pairs(declare, "--declare")
     id_pairs = parse_ids(ids)
     settings = options.host_config() if labels else None  # the MCP servers a label may name
@@ -177,43 +198,25 @@ def lock_drivers(
     installed = _candidates(options.path) if labels and not wheel else None
     if settings is not None and installed is not None:
         found = _declared(asked.labels, installed, current, settings, declared)
-        named = {normalize_name(d) for d in distribution or ()}
-        for name, (_, e) in found.items():
-            if e.distribution not in named:  # else the command line says which it means
-                _refuse_shared(name, [_declared_claim(name, e, asked)], installed, asked)
-        for name, entries in _declared_beside(
-            asked.labels, installed, current, settings, options.path
-        ).items():
-            shipping = [c for c in installed.drivers if c.label == name]
-            each = [what for what, _ in (_driver_claim(name, c, asked) for c in shipping)]
-            each += [what for what, _ in (_declared_claim(name, e, asked) for e in entries)]
-            fail(
-                f"the label {name!r} names {len(each)} drivers, so nothing was pinned: "
-                f"{'; '.join(each)}. A load finds them all and runs none (label-conflict): "
-                "uninstall the distribution you do not want (`pip uninstall NAME`), then run "
-                "this again"
-            )
+        _refuse_declared(asked, installed, current, settings, found, distribution, options.path)
         declared = {**declared, **{name: e.object or "" for name, (_, e) in found.items()}}
         id_pairs = {**{name: i for name, (i, _) in found.items()}, **id_pairs}
         distribution = [*(distribution or ()), *(e.distribution for _, e in found.values())]
     label = cast("TrustLabel", trust)
     servers: dict[str, MCPServerEntry] = {}
     releases: list[Release] = []
+    needed: dict[str, str] = {}  # a library pinned for what needs it -> that distribution
     try:
-        if server:
-            servers, served = _servers(server, options, target, label, not no_consent)
-            releases += served
-            current = lock(current, served, trust=label, replace=replace)
-            current = _with_servers(current, servers, target, replace, no_consent)
         with Progress(not as_json) as progress:
             if labels or plugin or wheel or distribution or not server:  # --server alone: no driver
                 drivers = _releases(
                     asked, wheel, distribution, options.path, progress, declared, installed
                 )
-                releases = [*drivers, *releases]
+                requires = _undeclared(current, settings)
+                releases = [*drivers, *_needed(drivers, options.path, requires, progress, needed)]
                 current = lock(
                     current,
-                    drivers,
+                    releases,
                     labels=list(asked.labels),
                     plugins=list(asked.plugins),
                     ids=id_pairs,
@@ -221,14 +224,46 @@ def lock_drivers(
                     trust=label,
                     replace=replace,
                     publisher_keys=publisher_keys or (),
+                    build=build,
                 )
+            if server:
+                servers, served = _servers(server, options, target, label, not no_consent)
+                served += _server_needs(served, options.path, progress, needed, releases)
+                releases += served
+                current = lock(current, served, trust=label, replace=replace, build=build)
+                current = _with_servers(current, servers, target, replace, no_consent)
         if registry is None:  # the user's own place, made private on first use
             os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
+        refuse_unattested(before, current)  # a release without its publisher's provenance
         current.save(target)
+    except UnsignedReleaseError as exc:
+        plain = _again(registry, options, trust, replace, ids, ())
+        fail(
+            f"{exc}; nothing was written. A publisher key is trusted only for a release it "
+            "signed (`mcs-host sign`): check the key with its publisher, or, if you checked "
+            f"the installed release, pin it by its files instead: `mcs-host lock {exc.label}"
+            f"{plain}`"
+        )
     except (ValueError, OSError, RegistryError) as exc:
         fail(str(exc))
     written = {name: current.mcp_servers[name] for name in servers}
-    _report_pins(target, releases, as_json, written)
+    signed = _signed(releases, current, publisher_keys or ())
+    _report_pins(target, releases, as_json, written, current, needed=needed, signed=signed)
+
+
+def _check_given(trust: str, publisher_keys: Sequence[str]) -> None:
+    """End the command when ``--trust`` or a ``--publisher-key`` is not one."""
+    from mcs_host.trust.signatures import PublicKey
+
+    if trust not in ("verified", "reference", "community"):
+        raise typer.BadParameter(
+            f"{trust!r} is not verified, reference or community", param_hint="--trust"
+        )
+    for key in publisher_keys:
+        try:
+            PublicKey.parse(key)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--publisher-key") from None
 
 
 def _current(target: str) -> Registry:
@@ -328,6 +363,93 @@ def _releases(
     return releases
 
 
+def _undeclared(current: Registry, settings: HostConfig | None) -> dict[str, tuple[str, ...]]:
+    """Distribution -> what a registry says its drivers need without declaring it
+    (``requires``): the registry being written's, and the configuration's when it was read."""
+    entries = _registry_entries(current, settings) if settings is not None else current.drivers
+    found: dict[str, tuple[str, ...]] = {}
+    for entry in entries.values():
+        found[entry.distribution] = (*found.get(entry.distribution, ()), *entry.requires)
+    return found
+
+
+def _needed(
+    releases: Sequence[Release],
+    path: Sequence[Path] | None,
+    requires: Mapping[str, Sequence[str]],
+    progress: Progress,
+    needed: dict[str, str],
+    done: Iterable[str] = (),
+) -> list[Release]:
+    """What the installed ``releases`` need as installed, transitively (each one's dependency
+    closure, with the ``requires`` a registry adds, outside the host's own installation and
+    ``done``): a release of each, to pin as a library. ``needed`` is told, for each, the
+    distribution that needs it. What is not installed, or is an editable install, cannot be
+    pinned: it is noted on stderr."""
+    from dataclasses import replace as replaced
+
+    from mcs_host.discovery import installed_distribution
+    from mcs_host.trust.dependencies import Needed, dependency_closure
+    from mcs_host.trust.digest import editable_source
+    from mcs_host.trust.release import release_from_installed
+
+    search = [os.fspath(p) for p in path] if path else sys.path
+    have = {r.project for r in releases} | set(done)
+    wanted: dict[str, Needed] = {}
+    for release in releases:
+        if release.wheel_sha256 is not None:
+            continue  # a wheel file: what it needs is not installed from it
+        found = installed_distribution(release.project, search)
+        if found is None:
+            continue
+        closure = dependency_closure(
+            release.distribution, found[2], search, requires.get(release.project, ())
+        )
+        for need in closure:
+            if need.distribution not in have:
+                wanted.setdefault(need.distribution, need)
+    libraries = []
+    for count, need in enumerate(wanted.values()):
+        if need.found is None:
+            typer.echo(
+                f"note: {need.required_by} needs {need.distribution}, which is not installed: "
+                f"it will not load until you install it (`pip install {need.distribution}`) "
+                "and run this again",
+                err=True,
+            )
+            continue
+        name, version, metadata_path, _ = need.found
+        editable = editable_source(metadata_path)
+        if editable is not None:
+            typer.echo(
+                f"note: {name} {version}, which {need.required_by} needs, is an editable "
+                f"install of {editable}: not pinned (no pin can vouch for a working tree)",
+                err=True,
+            )
+            continue
+        progress(count, len(wanted), f"hashing {name} {version}")
+        release = release_from_installed(metadata_path, name, version)
+        libraries.append(replaced(release, entry_points=(), groups=(), problems=()))
+        needed[release.project] = need.required_by
+    return libraries
+
+
+def _server_needs(
+    served: Sequence[Release],
+    path: Sequence[Path] | None,
+    progress: Progress,
+    needed: dict[str, str],
+    done: Sequence[Release],
+) -> list[Release]:
+    """What the MCP servers' distributions ``served`` need, as :func:`_needed` finds it (but
+    what ``done`` pins already), with the ``mcp`` extra's requirements the host's: a
+    server's process speaks MCP through the host's SDK."""
+    from mcs_host.trust import _origins
+
+    _origins.grant_extras(("mcp",))
+    return _needed(served, path, {}, progress, needed, {r.project for r in done})
+
+
 def _declared(
     labels: Sequence[str],
     installed: _Installed,
@@ -350,6 +472,34 @@ def _declared(
         if len(matches) == 1:
             found[name] = matches[0]
     return found
+
+
+def _refuse_declared(
+    asked: _Asked,
+    installed: _Installed,
+    current: Registry,
+    settings: HostConfig,
+    found: Mapping[str, tuple[str, DriverEntry]],
+    distributions: Sequence[str] | None,
+    path: Sequence[Path] | None,
+) -> None:
+    """End the command when a label a registry declares (``found``) names more than that
+    driver (unless ``distributions`` says which it means), or an installed entry point's
+    label is declared for another installed distribution too."""
+    named = {normalize_name(d) for d in distributions or ()}
+    for name, (_, e) in found.items():
+        if e.distribution not in named:  # else the command line says which it means
+            _refuse_shared(name, [_declared_claim(name, e, asked)], installed, asked)
+    for name, entries in _declared_beside(asked.labels, installed, current, settings, path).items():
+        shipping = [c for c in installed.drivers if c.label == name]
+        each = [what for what, _ in (_driver_claim(name, c, asked) for c in shipping)]
+        each += [what for what, _ in (_declared_claim(name, e, asked) for e in entries)]
+        fail(
+            f"the label {name!r} names {len(each)} drivers, so nothing was pinned: "
+            f"{'; '.join(each)}. A load finds them all and runs none (label-conflict): "
+            "uninstall the distribution you do not want (`pip uninstall NAME`), then run "
+            "this again"
+        )
 
 
 def _declared_beside(
@@ -606,7 +756,7 @@ def _servers(
             )
         name, version, metadata_path, _ = found
         release = release_from_installed(metadata_path, name, version)
-        releases.append(replaced(release, entry_points=()))  # a server's files: a library
+        releases.append(replaced(release, entry_points=(), groups=()))  # its files: a library
     return entries, releases
 
 
@@ -688,7 +838,15 @@ def _report_pins(
     releases: list[Release],
     as_json: bool,
     servers: Mapping[str, MCPServerEntry] | None = None,
+    registry: Registry | None = None,
+    *,
+    needed: Mapping[str, str] | None = None,
+    signed: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
+    """Say what was pinned into ``target`` (with the publisher whose provenance each pin of
+    ``registry``, as written, carries): each release, the distribution that ``needed`` it
+    when its dependencies brought it in, and the keys that ``signed`` it when it is trusted
+    by their signature instead of a pin."""
     rows: list[PinnedServer] = [
         {"label": label, "target": _shown(e), "consent": e.consent, "trust": e.trust}
         for label, e in (servers or {}).items()
@@ -708,15 +866,22 @@ def _report_pins(
                 "digest": pin.digest,
                 "files": pin.files,
                 "bytes": pin.bytes,
+                "provenance": _attested_by(registry, release, pin.digest),
+                "needed_by": (needed or {}).get(release.project),
+                "signed_by": list((signed or {}).get(release.project, ())),
             }
         )
     if as_json:
         write_document(json.dumps(document, indent=2))
         return
     for row in document["pinned"]:
+        how = "trusted" if row["signed_by"] else "pinned"
         typer.echo(
-            f"pinned {row['distribution']} {row['version']}: {row['digest']} "
+            f"{how} {row['distribution']} {row['version']}: {row['digest']} "
             f"({row['files']} files, {row['bytes']} bytes)"
+            + (f", attested by {row['provenance']}" if row.get("provenance") else "")
+            + (f", needed by {row['needed_by']}" if row["needed_by"] else "")
+            + (f", signed by {', '.join(row['signed_by'])} (no pin)" if row["signed_by"] else "")
         )
     for pinned in rows:
         consent = "each call needs consent" if pinned["consent"] else "calls need no consent"
@@ -725,6 +890,39 @@ def _report_pins(
             f"{consent})"
         )
     typer.echo(f"wrote {target}")
+
+
+def _signed(
+    releases: Sequence[Release], written: Registry, keys: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """Distribution -> the ids of ``keys``, for each of ``releases`` that ``written`` trusts
+    by their signature (``lock`` checked it) rather than by a pin of its version."""
+    from mcs_host.trust.signatures import PublicKey
+
+    if not keys:
+        return {}
+    ids = tuple(dict.fromkeys(PublicKey.parse(key).keyid for key in keys))
+    found = {}
+    for release in releases:
+        entries = [e for e in written.drivers.values() if e.distribution == release.project]
+        if entries and all(e.pin_for(release.version) is None for e in entries):
+            found[release.project] = ids
+    return found
+
+
+def _attested_by(registry: Registry | None, release: Release, digest: str) -> str | None:
+    """The publisher whose provenance the pin of ``release`` (with ``digest``) in
+    ``registry`` carries, or ``None``."""
+    if registry is None:
+        return None
+    library = registry.libraries.get(release.project)
+    entries: list[ReleaseEntry] = [library] if library is not None else []
+    entries += [e for e in registry.drivers.values() if e.distribution == release.project]
+    for entry in entries:
+        pin = entry.pin_for(release.version)
+        if pin is not None and pin.digest == digest and pin.provenance is not None:
+            return str(pin.provenance.publisher)
+    return None
 
 
 def allow_command(

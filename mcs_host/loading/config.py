@@ -105,13 +105,22 @@ class TrustSettings(_Strict):
         default=False, description="Load drivers no registry pins or signs (development only)."
     )
     allow_extensions: bool = Field(
-        default=False, description="Load drivers that ship extension modules."
+        default=True,
+        description="Load the native code (extension modules) of verified distributions, "
+        "linked from their verified bytes; false refuses every distribution that ships some.",
     )
     dependencies: Literal["report", "refuse"] = Field(
-        default="report",
-        description="Unverified dependencies and imports: reported as warnings, or refused "
-        "(strict mode refuses them too).",
+        default="refuse",
+        description="Unverified dependencies and imports: refused (the driver is rejected), "
+        'or, "report" (development only), run with a warning. A driver allowed unverified '
+        "runs its own unverified dependencies too; strict mode refuses them even then.",
     )
+
+    def refuses_unverified(self, strict: bool, waived: bool) -> bool:
+        """Whether an unverified dependency or import refuses a mount: always in ``strict``
+        mode; else under ``"refuse"`` unless the mount is ``waived`` (allowed unverified,
+        for development)."""
+        return strict or (self.dependencies == "refuse" and not waived)
 
 
 class ProcessLimits(_Strict):

@@ -292,19 +292,20 @@ def _staged(
     notes: list[str] = []
     mark = ctx.gate.mark()
     own = candidates[0].distribution if len(candidates) == 1 else ""
+    mount = _for_mount(ctx, plan)
     try:
         obj: object = plan.obj
         verification: Verification | None = None
         if obj is None:
             candidate = _only_candidate(plan, candidates)
             with _timed(timings, "verify"):
-                verification = stages.verify(_for_mount(ctx, plan), candidate, found)
+                verification = stages.verify(mount, candidate, found)
             record = replace(record, verification=verification.status, trust=verification.trust)
             notes += verification.warnings
             with _timed(timings, "compatibility"):
                 stages.check_compatibility(ctx, plan.label, candidate)
             with _timed(timings, "dependencies"):
-                notes += stages.admit_dependencies(ctx, candidate, verification)
+                notes += stages.admit_dependencies(mount, candidate, verification)
             if isolating.runs_isolated(ctx, plan, verification):
                 driver = isolating.isolated_driver(ctx.config, ctx.paths, plan, verification)
                 notes += stages.gate_findings(ctx, mark, own)[0]
@@ -332,7 +333,7 @@ def _staged(
         if verification is not None:
             gate_notes, refused = stages.gate_findings(ctx, mark, own)
             notes += gate_notes
-            if refused is not None and ctx.refuse_unverified:
+            if refused is not None and mount.refuse_unverified:
                 raise Refused("rejected", "import-refused", refused)
     except Refused as refusal:
         if refusal.reason != "import-refused":
@@ -418,11 +419,14 @@ def _failed(
 
 
 def _for_mount(ctx: stages.Context, plan: Plan) -> stages.Context:
-    """``ctx`` for verifying one mount: its policy allows it unverified when the mount's own
-    settings say ``allow_unverified`` (that mount alone; the load's policy stays as it is)."""
+    """``ctx`` for one mount: its policy allows it unverified, and its own unverified
+    dependencies unless in strict mode, when the mount's own settings say
+    ``allow_unverified`` (that mount alone; the load's policy stays as it is)."""
     if not plan.settings.allow_unverified:
         return ctx
-    return replace(ctx, policy=replace(ctx.policy, allow_unverified=True))
+    policy = replace(ctx.policy, allow_unverified=True)
+    refuse = ctx.config.trust.refuses_unverified(ctx.config.strict, waived=True)
+    return replace(ctx, policy=policy, refuse_unverified=refuse)
 
 
 def _only_candidate(plan: Plan, candidates: tuple[Candidate, ...]) -> Candidate:

@@ -47,11 +47,11 @@ def verified_server(
     if own is None or target is None:
         message = f"the MCP server {label!r} is not an installed distribution's console script"
         raise Refused("failed", "console-script", message)
-    policy = TrustPolicy(
-        allow_unverified=config.trust.allow_unverified,
+    policy = TrustPolicy(  # as check_server judged it: the server's own waiver counts
+        allow_unverified=config.trust.allow_unverified or settings.allow_unverified,
         allow_extensions=config.trust.allow_extensions,
     )
-    refuse = config.strict or config.trust.dependencies == "refuse"
+    refuse = config.trust.refuses_unverified(config.strict, policy.allow_unverified)
     judged = judge_dependencies(check.dependencies, policy, refuse_unverified=refuse)
     pinned = own.status == "pinned"
     gate = verified_importer()

@@ -346,8 +346,8 @@ def _check_distribution(
             base,
             status="rejected",
             reason="extension-module",
-            message=f"{distribution} ships extension modules ({names}); the policy does not "
-            "allow them",
+            message=f"{distribution} ships extension modules ({names}), and the policy "
+            "refuses native code",
         )
     assert own.metadata_path is not None
     named, runs, problem = _console_script(own, script)
@@ -356,7 +356,7 @@ def _check_distribution(
     # its process speaks MCP through the host's SDK, which counts as the host's there
     _origins.grant_extras(("mcp",))
     checks = check_dependencies(distribution, own.metadata_path, index, search)
-    refuse = config.strict or config.trust.dependencies == "refuse"
+    refuse = config.trust.refuses_unverified(config.strict, policy.allow_unverified)
     judged = judge_dependencies(checks, policy, refuse_unverified=refuse)
     if judged.refusal is not None:
         return _with(base, reason=judged.refusal[1], message=judged.refusal[2], dependencies=checks)

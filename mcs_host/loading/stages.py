@@ -76,7 +76,8 @@ class Context:
     index: TrustIndex
     policy: TrustPolicy
     refuse_unverified: bool
-    """Strict, or ``dependencies = "refuse"``: unverified code refuses the driver."""
+    """Strict, or ``dependencies = "refuse"`` (the default) for a mount not allowed
+    unverified: unverified code refuses the driver."""
     search: tuple[str, ...]
     manager: pluggy.PluginManager
     scans: dict[str, TreeScan]
@@ -101,7 +102,7 @@ def context(
             allow_unverified=config.trust.allow_unverified,
             allow_extensions=config.trust.allow_extensions,
         ),
-        config.strict or config.trust.dependencies == "refuse",
+        config.trust.refuses_unverified(config.strict, config.trust.allow_unverified),
         tuple(search if search is not None else sys.path),
         manager,
         {},

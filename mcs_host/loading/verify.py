@@ -64,7 +64,6 @@ def verify_installed(
         allow_unverified=config.trust.allow_unverified,
         allow_extensions=config.trust.allow_extensions,
     )
-    refuse = config.strict or config.trust.dependencies == "refuse"
     search = list(search_path or sys.path)
     groups: list[tuple[Literal["driver", "plugin"], Discovery]] = [
         ("driver", installed_drivers(config, index, search_path))
@@ -87,7 +86,8 @@ def verify_installed(
         allowed = kind == "driver" and _allowed_unverified(config, candidate.label)
         mount = replace(policy, allow_unverified=True) if allowed else policy
         verification = verify_candidate(candidate, discovery, index, mount, scans)
-        record = _record(kind, verification, index, policy, refuse, search, scans)
+        refuse = config.trust.refuses_unverified(config.strict, mount.allow_unverified)
+        record = _record(kind, verification, index, mount, refuse, search, scans)
         if live and kind == "driver" and record.loadable:
             from .isolating import live_check  # noqa: PLC0415 - only with --live
 

@@ -50,8 +50,10 @@ from .verification import TrustPolicy, release_decision
 __all__ = [
     "DependencyCheck",
     "DependencyJudgment",
+    "Needed",
     "check_dependencies",
     "check_distribution",
+    "dependency_closure",
     "host_environment",
     "judge_dependencies",
     "unverified_imports",
@@ -83,10 +85,26 @@ class DependencyCheck:
     files: tuple[str, ...] = ()
     """Its installed files (paths under ``location``), read for a dependency the policy may
     allow though unverified."""
+    provenance: str | None = None
+    """The publisher whose provenance its pin carries; ``None`` when it carries none."""
 
     def __post_init__(self) -> None:
         if self.reason:  # empty only in the template the checks are made from
             known_reason(self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Needed:
+    """One distribution of what a distribution needs, found from metadata alone."""
+
+    distribution: str
+    """The PEP 503 name."""
+    required_by: str
+    declared: bool
+    """Whether ``required_by`` declares it (``False``: only the registry says it is needed)."""
+    found: tuple[str, str, str, str] | None
+    """Its installed copy on the search path, ``(name, version, *.dist-info, site
+    directory)``; ``None`` when it is not installed."""
 
 
 def host_environment() -> frozenset[str]:
@@ -109,14 +127,31 @@ def check_dependencies(
     ``host`` maps the host's distributions to their ``*.dist-info`` (default: the running
     host's); a dependency is the host's only when the copy found is that very one.
     """
-    trusted = _origins.host_install().distributions if host is None else host
     scans = {} if scans is None else scans
+    return tuple(
+        _check(n.distribution, n.required_by, n.declared, index, scans, n.found)
+        for n in dependency_closure(distribution, metadata_path, search_path, undeclared, host)
+    )
+
+
+def dependency_closure(
+    distribution: str,
+    metadata_path: str,
+    search_path: Sequence[str],
+    undeclared: Iterable[str] = (),
+    host: Mapping[str, str] | None = None,
+) -> tuple[Needed, ...]:
+    """Every distribution the one in ``metadata_path`` needs, transitively, outside the
+    host's own installation (``host`` as :func:`check_dependencies` takes it), in the order
+    it checks them: its requirements that apply here, then the ``undeclared`` ones a registry
+    names, then theirs. Reads metadata only; nothing is hashed or imported."""
+    trusted = _origins.host_install().distributions if host is None else host
     queue: list[tuple[str, str, bool]] = [
         (name, distribution, True) for name, _ in _required(requires_dist(metadata_path))
     ]
     queue += [(normalize_name(name), distribution, False) for name in undeclared]
     seen: set[str] = {normalize_name(distribution)}
-    checks: list[DependencyCheck] = []
+    needed: list[Needed] = []
     while queue:
         project, required_by, declared = queue.pop(0)
         if project in seen:
@@ -124,18 +159,15 @@ def check_dependencies(
         seen.add(project)
         if project == "mcs-host":
             continue  # the running host itself; the import gate judges its files
-        if project in trusted:
-            found = installed_distribution(project, search_path)
-            if found is None or os.path.realpath(found[2]) == os.path.realpath(trusted[project]):
-                continue  # the host's own copy (or the host's, found beyond the search path)
-        check = _check(project, required_by, declared, index, search_path, scans)
-        checks.append(check)
-        if check.metadata_path is not None:
-            queue += [
-                (name, check.distribution, True)
-                for name, _ in _required(requires_dist(check.metadata_path))
-            ]
-    return tuple(checks)
+        found = installed_distribution(project, search_path)
+        if project in trusted and (
+            found is None or os.path.realpath(found[2]) == os.path.realpath(trusted[project])
+        ):
+            continue  # the host's own copy (or the host's, found beyond the search path)
+        needed.append(Needed(project, required_by, declared, found))
+        if found is not None:
+            queue += [(name, project, True) for name, _ in _required(requires_dist(found[2]))]
+    return tuple(needed)
 
 
 def check_distribution(
@@ -147,7 +179,9 @@ def check_distribution(
 ) -> DependencyCheck:
     """One installed distribution checked as a dependency is: found, its files against the
     registry's pins. ``required_by`` says who needs it, in messages."""
-    return _check(normalize_name(project), required_by, True, index, search_path, scans or {})
+    project = normalize_name(project)
+    found = installed_distribution(project, search_path)
+    return _check(project, required_by, True, index, scans or {}, found)
 
 
 def _check(
@@ -155,10 +189,9 @@ def _check(
     required_by: str,
     declared: bool,
     index: TrustIndex,
-    search_path: Sequence[str],
     scans: dict[str, TreeScan],
+    found: tuple[str, str, str, str] | None,
 ) -> DependencyCheck:
-    found = installed_distribution(project, search_path)
     if found is None:
         how = "requires" if declared else "needs (it does not declare it; the registry says so)"
         return DependencyCheck(
@@ -212,7 +245,15 @@ def _check(
         module_files(scan.digest),
         extension_module_files(scan.digest),
         shared_library_files(scan.digest),
+        provenance=_attested_by(entry, version, scan.digest.digest),
     )
+
+
+def _attested_by(entry: ReleaseEntry, version: str, digest: str) -> str | None:
+    """The publisher whose provenance the pin of ``version`` (the build of ``digest``) in
+    ``entry`` carries."""
+    pin = entry.pin_for(version, digest)
+    return str(pin.provenance.publisher) if pin and pin.provenance else None
 
 
 def _with(
@@ -269,7 +310,7 @@ def judge_dependencies(
             names = ", ".join(m.path for m in check.extensions)
             message = (
                 f"dependency {check.distribution} {check.version} ships extension modules "
-                f"({names}); the policy does not allow them"
+                f"({names}), and the policy refuses native code"
             )
             return DependencyJudgment(("rejected", "extension-module", message), (), ())
         if not check.declared:

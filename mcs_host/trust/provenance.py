@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from sigstore.verify import Verifier
 
 # exported once mcs_host/__init__.pyi names them: PROVENANCE_FIXES, TRUSTED_ROOT,
-# ProvenanceError, ProvenanceReason, VerifiedProvenance, verify_provenance
+# ProvenanceError, ProvenanceReason, VerifiedProvenance, verify_provenance,
+# verify_provenance_sha256
 __all__: list[str] = []
 
 ProvenanceReason = Literal[
@@ -190,6 +191,22 @@ def verify_provenance(
             sha256 = hashlib.file_digest(file, "sha256").hexdigest()
     else:
         sha256 = hashlib.sha256(distribution).hexdigest()
+    return verify_provenance_sha256(sha256, filename, provenance, identity)
+
+
+def verify_provenance_sha256(
+    sha256: str,
+    filename: str,
+    provenance: bytes,
+    identity: PublisherIdentity | None,
+) -> VerifiedProvenance:
+    """:func:`verify_provenance` for the file ``filename`` known by its ``sha256`` (hex),
+    not its bytes: a file pinned earlier whose sha256 the caller holds (a registry's pin).
+    Every check is the same. Raises :class:`ProvenanceError`; a :class:`ValueError` for a
+    ``sha256`` that is not 64 lowercase hex digits."""
+    if len(sha256) != 64 or sha256.strip("0123456789abcdef"):
+        raise ValueError(f"{sha256!r} is not a sha256 in lowercase hex")
+    _import_extra(filename)
     if _dist_name(filename) is None:
         raise ProvenanceError(
             "filename-mismatch", filename, "not a wheel or source distribution file name"
@@ -233,7 +250,12 @@ def verify_provenance(
 
 
 def _import_extra(filename: str) -> None:
-    """Import the attest extra's libraries; refuse, saying how to install them, without."""
+    """Import the attest extra's libraries, counted as the host's own from now on (the
+    command line's import gate admits nothing else); refuse, saying how to install them,
+    without."""
+    from mcs_host.trust import _origins
+
+    _origins.grant_extras(("attest",))
     try:
         import pypi_attestations  # noqa: F401
         import sigstore.verify  # noqa: F401

@@ -15,12 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 from pydantic import (
     BaseModel,
@@ -47,15 +55,19 @@ from mcs_host._places import state_directory
 from mcs_host._reasons import known_reason
 from mcs_host.discovery import normalize_name
 
+from .publishers import PublisherIdentity, identity_mismatch
 from .signatures import Envelope, PublicKey, SignatureError
 
 __all__ = [
     "REGISTRY_FORMAT",
     "REGISTRY_PAYLOAD_TYPE",
     "DriverEntry",
+    "FormerPublisher",
     "LibraryEntry",
     "MCPServerEntry",
     "Pin",
+    "ProvenanceSummary",
+    "Publisher",
     "PublisherKey",
     "Registry",
     "RegistryError",
@@ -79,12 +91,151 @@ _OLD_FORMATS = {
 }
 REGISTRY_PAYLOAD_TYPE = "application/vnd.mcs-host.registry+json"
 _SHA256 = r"^[0-9a-f]{64}$"
+_FORGE_ID = r"^[0-9]{1,20}$"
 
 TrustLabel = Literal["verified", "reference", "community"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Publisher(_Strict):
+    """A Trusted Publisher as a Fulcio certificate proved it (PEP 740): the repository and
+    workflow that published a release, with the forge's numbers for the repository and its
+    owner."""
+
+    forge: Literal["github", "gitlab"] = Field(description="github or gitlab.")
+    repository: str = Field(description="OWNER/REPO on GitHub, NAMESPACE/PROJECT on GitLab.")
+    workflow: str | None = Field(
+        default=None,
+        description="The workflow file (in .github/workflows on GitHub, the CI/CD file's path "
+        "on GitLab); unset: any.",
+    )
+    environment: str | None = Field(
+        default=None, description="The deployment environment; unset: any, or none."
+    )
+    repository_id: str | None = Field(
+        default=None,
+        pattern=_FORGE_ID,
+        description="The forge's number for the repository: kept when it is renamed or "
+        "transferred, new for another repository given its name.",
+    )
+    owner_id: str | None = Field(
+        default=None, pattern=_FORGE_ID, description="The forge's number for its owner."
+    )
+
+    @model_validator(mode="after")
+    def _stated(self) -> Publisher:
+        identity = self.identity
+        if PublisherIdentity.parse(str(identity)) != identity:  # a ValueError naming the part
+            raise ValueError(f"{identity} does not read back as itself")
+        return self
+
+    @classmethod
+    def proven(
+        cls, identity: PublisherIdentity, repository_id: str | None, owner_id: str | None
+    ) -> Publisher:
+        """The publisher a certificate proved: ``identity`` and the forge's numbers."""
+        return cls(
+            forge=identity.forge,
+            repository=identity.repository,
+            workflow=identity.workflow,
+            environment=identity.environment,
+            repository_id=repository_id,
+            owner_id=owner_id,
+        )
+
+    @property
+    def identity(self) -> PublisherIdentity:
+        return PublisherIdentity(self.forge, self.repository, self.workflow, self.environment)
+
+    def __str__(self) -> str:
+        return str(self.identity)
+
+
+class FormerPublisher(Publisher):
+    """A publisher an entry had before the one it records now, and where it stopped."""
+
+    until: str = Field(
+        description="The first version its successor published: only releases below it may "
+        "carry this publisher's provenance."
+    )
+
+    @field_validator("until")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        _version_of(value)
+        return value
+
+
+def publisher_change(recorded: Publisher, proven: Publisher) -> str | None:
+    """How ``proven`` (what a release's certificate proves) differs from the ``recorded``
+    publisher, naming both; ``None`` when it is the same publisher. A part ``recorded`` leaves
+    out matches any (:func:`~mcs_host.trust.publishers.identity_mismatch`); the forge's number
+    for the repository, when both name one, must be the same: a repository deleted and made
+    again under its name is another publisher."""
+    numbers = (recorded.repository_id, proven.repository_id)
+    mismatch = identity_mismatch(recorded.identity, proven.identity)
+    if mismatch is not None:
+        said = f"attested by {proven}, not by {recorded}, the publisher the registry records"
+        if mismatch.part != "repository":
+            return f"{said} (another {mismatch.part})"
+        if None not in numbers and numbers[0] == numbers[1]:
+            return (
+                f"{said}: the repository's number is the same ({numbers[0]}), so it was "
+                "probably renamed or transferred"
+            )
+        return f"{said} (another repository)"
+    if None not in numbers and numbers[0] != numbers[1]:
+        return (
+            f"attested by {proven} from repository number {numbers[1]}, but the registry "
+            f"records {recorded} from repository number {numbers[0]}: a repository deleted "
+            "and made again under its name, or another one given it"
+        )
+    return None
+
+
+class ProvenanceSummary(_Strict):
+    """What a release's PEP 740 provenance proved when it was recorded. The provenance
+    itself is stored beside the registry file (``<stem>.provenance/<filename>.provenance``),
+    bound to this summary by its sha256, so a registry's signature covers it too."""
+
+    filename: str = Field(
+        max_length=255, description="The distribution file it attests (a wheel or sdist)."
+    )
+    sha256: str = Field(pattern=_SHA256, description="That file's sha256, as attested.")
+    provenance_sha256: str = Field(pattern=_SHA256, description="sha256 of the stored provenance.")
+    publisher: Publisher = Field(description="The publisher its certificate proved.")
+    log_index: int = Field(ge=0, description="The publish attestation's Rekor log index.")
+    integrated_time: int = Field(
+        ge=0, description="When the log integrated it, in Unix seconds (signed by the log)."
+    )
+    ref: str | None = Field(default=None, description="The git ref the workflow ran on.")
+    commit: str | None = Field(default=None, description="The commit the workflow ran on.")
+    trusted_root_sha256: str = Field(
+        pattern=_SHA256, description="sha256 of the Sigstore trusted root it was verified with."
+    )
+
+    @field_validator("filename")
+    @classmethod
+    def _file_name(cls, value: str) -> str:
+        distribution_file(value)
+        return value
+
+
+def distribution_file(filename: str) -> tuple[str, Version]:
+    """The distribution (PEP 503 name) and version a wheel's or sdist's file name says; a
+    :class:`ValueError` for any other name, and for a path (it names a stored file)."""
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+!-]*\.(?:whl|tar\.gz|zip)", filename):
+        try:
+            if filename.endswith(".whl"):
+                name, version, _, _ = parse_wheel_filename(filename)
+                return name, version
+            return parse_sdist_filename(filename)
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            pass
+    raise ValueError(f"{filename!r} is not a wheel's or source distribution's file name")
 
 
 class Pin(_Strict):
@@ -96,6 +247,25 @@ class Pin(_Strict):
     wheel_sha256: str | None = Field(
         default=None, pattern=_SHA256, description="sha256 of the wheel file, if locked from one."
     )
+    provenance: ProvenanceSummary | None = Field(
+        default=None, description="What its publisher's provenance proved, if it carries one."
+    )
+
+    @model_validator(mode="after")
+    def _attests_this_wheel(self) -> Pin:
+        attested = self.provenance
+        if attested is not None and attested.filename.endswith(".whl"):
+            if self.wheel_sha256 is None:
+                raise ValueError(
+                    f"provenance of the wheel {attested.filename} needs the wheel_sha256 of "
+                    "the wheel this pin was made from"
+                )
+            if attested.sha256 != self.wheel_sha256:
+                raise ValueError(
+                    f"provenance attests {attested.filename} with sha256 {attested.sha256}, "
+                    f"but this pin was made from a wheel with sha256 {self.wheel_sha256}"
+                )
+        return self
 
 
 class PublisherKey(_Strict):
@@ -128,11 +298,24 @@ class ReleaseEntry(_Strict):
         default=None, description="Versions below it are refused: no downgrades."
     )
     releases: dict[str, Pin] = Field(default_factory=dict, description="Version -> its pin.")
+    builds: dict[str, tuple[Pin, ...]] = Field(
+        default_factory=dict,
+        description="Version -> other builds of it (wheels for other Pythons or platforms), "
+        "each pinned by its own files: an installed release matches its pin or one of these.",
+    )
     revoked: dict[str, str] = Field(
         default_factory=dict, description="Version -> why it must never be loaded."
     )
     publisher_keys: tuple[PublisherKey, ...] = Field(
         default=(), description="Keys whose signature on a release is trusted."
+    )
+    publisher: Publisher | None = Field(
+        default=None,
+        description="The Trusted Publisher whose provenance its releases carry: once set, "
+        "every pin needs provenance proving it (or a former publisher, below its until).",
+    )
+    former_publishers: tuple[FormerPublisher, ...] = Field(
+        default=(), description="The publishers it had before, each with where it stopped."
     )
 
     @field_validator("versions")
@@ -152,20 +335,81 @@ class ReleaseEntry(_Strict):
             _version_of(value)
         return value
 
-    @field_validator("releases", "revoked")
+    @field_validator("releases", "revoked", "builds")
     @classmethod
     def _version_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in value:
             _version_of(key)
         return value
 
-    def pin_for(self, version: str) -> Pin | None:
+    @model_validator(mode="after")
+    def _built_versions(self) -> Self:
+        for version, builds in self.builds.items():
+            pin = self.pin_for(version)
+            if pin is None:
+                raise ValueError(f"builds of {version}, which has no pin in releases")
+            digests = [pin.digest, *(b.digest for b in builds)]
+            if len(set(digests)) != len(digests):
+                raise ValueError(f"a build of {version} has the digest of another build")
+        return self
+
+    @model_validator(mode="after")
+    def _attested_versions(self) -> Self:
+        for version, pin in self.releases.items():
+            attested = pin.provenance
+            if attested is not None and distribution_file(attested.filename)[1] != Version(version):
+                raise ValueError(
+                    f"the pin of {version} records the provenance of {attested.filename}, a "
+                    "file of another version"
+                )
+        return self
+
+    def misattested(self, distribution: str) -> str | None:
+        """Why a pin's provenance is not of a file of ``distribution``, or ``None``."""
+        for version, pin in self.releases.items():
+            attested = pin.provenance
+            if attested is not None and distribution_file(attested.filename)[0] != (
+                canonicalize_name(distribution)
+            ):
+                return (
+                    f"the pin of {version} records the provenance of {attested.filename}, a "
+                    f"file of another distribution than {distribution}"
+                )
+        return None
+
+    def pin_for(self, version: str, digest: str | None = None) -> Pin | None:
+        """The pin of ``version``: with a ``digest``, the build that has it when one does,
+        else the version's pin (which then differs from it)."""
         wanted = _version_of(version)
-        return next((pin for v, pin in self.releases.items() if Version(v) == wanted), None)
+        pin = next((p for v, p in self.releases.items() if Version(v) == wanted), None)
+        if pin is None or digest is None or pin.digest == digest:
+            return pin
+        builds = next((b for v, b in self.builds.items() if Version(v) == wanted), ())
+        return next((b for b in builds if b.digest == digest), pin)
+
+    def builds_of(self, version: str) -> tuple[Pin, ...]:
+        """The other builds of ``version``, beside its pin."""
+        wanted = _version_of(version)
+        return next((b for v, b in self.builds.items() if Version(v) == wanted), ())
 
     def revocation(self, version: str) -> str | None:
         wanted = _version_of(version)
         return next((why for v, why in self.revoked.items() if Version(v) == wanted), None)
+
+    def publisher_problem(self, version: str, proven: Publisher) -> str | None:
+        """Why release ``version``, attested by ``proven``, is not this entry's publisher's
+        (``publisher-changed``); ``None`` when it is, or when the entry records none. A former
+        publisher attests the releases below its ``until``."""
+        if self.publisher is None:
+            return None
+        problem = publisher_change(self.publisher, proven)
+        if problem is None:
+            return None
+        wanted = _version_of(version)
+        for former in self.former_publishers:
+            if wanted < Version(former.until) and publisher_change(former, proven) is None:
+                return None
+        return problem
 
     def refuses_version(self, version: str) -> str | None:
         """Why ``version`` is outside this entry's allowed versions, or ``None``."""
@@ -208,6 +452,13 @@ class DriverEntry(ReleaseEntry):
         if normalize_name(value) != value:
             raise ValueError(f"write the PEP 503 name {normalize_name(value)!r}")
         return value
+
+    @model_validator(mode="after")
+    def _attested_files(self) -> DriverEntry:
+        problem = self.misattested(self.distribution)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class LibraryEntry(ReleaseEntry):
@@ -309,9 +560,12 @@ class Registry(_Strict):
     @field_validator("libraries")
     @classmethod
     def _library_names(cls, value: dict[str, LibraryEntry]) -> dict[str, LibraryEntry]:
-        for name in value:
+        for name, entry in value.items():
             if normalize_name(name) != name:
                 raise ValueError(f"write the PEP 503 name {normalize_name(name)!r}")
+            problem = entry.misattested(name)
+            if problem is not None:
+                raise ValueError(f"{name}: {problem}")
         return value
 
     @field_validator("expires")
@@ -713,24 +967,55 @@ def _combine(first: _E, later: _E, source: str) -> tuple[_E, list[str]]:
         known = first.pin_for(version)
         if known is None:
             releases[version] = pin
-        elif known.digest != pin.digest:
+        elif known.digest != pin.digest and pin.digest not in _digests(first.builds_of(version)):
             problems.append(
                 f"{source} pins {version} as {pin.digest}, an earlier one as {known.digest}"
             )
+        elif known.provenance is None and pin.provenance is not None:  # the same files
+            releases[next(v for v in releases if Version(v) == Version(version))] = pin
+    builds = dict(first.builds)  # another registry's builds of a version add to these
+    for version, pins in later.builds.items():
+        pinned = next((p for v, p in releases.items() if Version(v) == Version(version)), None)
+        known_builds = first.builds_of(version)
+        have = {pinned.digest if pinned else "", *_digests(known_builds)}
+        added = tuple(b for b in pins if b.digest not in have)
+        if pinned is not None and added:
+            key = next((v for v in builds if Version(v) == Version(version)), version)
+            builds[key] = (*known_builds, *added)
+    if None not in (first.publisher, later.publisher) and first.publisher != later.publisher:
+        problems.append(
+            f"{source} records the publisher {_numbered(later.publisher)}, an earlier "
+            f"registry {_numbered(first.publisher)}"
+        )
+    # the publisher and its history come from one registry, never a mix of two
+    recorder = first if first.publisher is not None else later
     specifiers = [s for s in (first.versions, later.versions) if s]
     minimums = [m for m in (first.minimum_version, later.minimum_version) if m]
     keys = {k.key: k for k in (*first.publisher_keys, *later.publisher_keys)}
     update: dict[str, Any] = {
         "releases": releases,
+        "builds": builds,
         "revoked": {**later.revoked, **first.revoked},
         "versions": ",".join(specifiers) or None,
         "minimum_version": max(minimums, key=Version) if minimums else None,
         "publisher_keys": tuple(keys.values()),
         "security_notes": tuple(dict.fromkeys((*first.security_notes, *later.security_notes))),
+        "publisher": recorder.publisher,
+        "former_publishers": recorder.former_publishers,
     }
     if isinstance(first, DriverEntry) and isinstance(later, DriverEntry):
         update["requires"] = tuple(dict.fromkeys((*first.requires, *later.requires)))
     return first.model_copy(update=update), problems
+
+
+def _digests(pins: Iterable[Pin]) -> set[str]:
+    return {pin.digest for pin in pins}
+
+
+def _numbered(publisher: Publisher | None) -> str:
+    """A publisher as a merge conflict names it: with its repository's number."""
+    number = publisher.repository_id if publisher is not None else None
+    return f"{publisher} (repository number {number or 'not named'})"
 
 
 def load_index(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcs_host._files import (
@@ -54,14 +55,16 @@ from .digest import (
     scan_wheel,
 )
 from .registry import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry, RegistryError
-from .signatures import Envelope, PrivateKey, PublicKey
+from .signatures import Envelope, PrivateKey, PublicKey, SignatureError
 
 __all__ = [
     "RELEASE_PAYLOAD_TYPE",
     "Release",
     "ReleaseDriver",
     "ReleaseStatement",
+    "UnsignedReleaseError",
     "lock",
+    "publisher_signers",
     "release_from_candidates",
     "release_from_installed",
     "release_from_wheel",
@@ -126,6 +129,9 @@ class Release:
     unnamed: Mapping[str, str] = field(default_factory=dict)
     """Label -> what its module's manifest names instead of its object (a manifest that
     lacks a driver added later)."""
+    signature: bytes | None = None
+    """The publisher signature it carries (``*.dist-info/mcs-signature.json``, which
+    ``mcs-host sign`` writes), as read; ``None``: it carries none."""
 
     @property
     def project(self) -> str:
@@ -196,6 +202,7 @@ def _describe(
     entry_points_text: str | None,
     read: Callable[[str], bytes],
     wheel_sha256: str | None = None,
+    signature: bytes | None = None,
 ) -> Release:
     problems: list[str] = []
     entries: list[tuple[str, str]] = []
@@ -237,6 +244,7 @@ def _describe(
         wheel_sha256,
         tuple(groups),
         unnamed,
+        signature,
     )
 
 
@@ -266,6 +274,8 @@ def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
         metadata = email.parser.BytesParser().parsebytes(archive.read(f"{dist_info}/METADATA"))
         ep_name = f"{dist_info}/entry_points.txt"
         entry_points = archive.read(ep_name).decode("utf-8") if ep_name in names else None
+        signed = f"{dist_info}/{SIGNATURE_FILE}"
+        signature = archive.read(signed) if signed in names else None
 
         def read(member: str) -> bytes:
             return archive.read(member)
@@ -277,6 +287,7 @@ def release_from_wheel(wheel: str | os.PathLike[str]) -> Release:
             entry_points,
             read,
             wheel_sha256,
+            signature,
         )
 
 
@@ -315,7 +326,16 @@ def release_from_installed(metadata_path: str, distribution: str, version: str) 
         )
     except FileNotFoundError:
         entry_points = None
-    return _describe(distribution, version, scan, entry_points, read)
+    try:
+        signature: bytes | None = read_bytes(
+            os.path.join(metadata_path, SIGNATURE_FILE),
+            SIGNATURE_FILE,
+            MANIFEST_LIMIT,
+            follow=False,
+        )
+    except FileNotFoundError:
+        signature = None
+    return _describe(distribution, version, scan, entry_points, read, signature=signature)
 
 
 def sign_wheel(
@@ -386,6 +406,79 @@ def _rewrite_wheel(
             out.writestr(member, data)
 
 
+class UnsignedReleaseError(ValueError):
+    """A publisher key given to :func:`lock` did not sign a release it would trust by it."""
+
+    label: str
+    """The label of the driver or host plugin whose release it is."""
+
+    def __init__(self, label: str, message: str) -> None:
+        super().__init__(message)
+        self.label = label
+
+
+def publisher_signers(
+    release: Release, keys: Sequence[str], driver: tuple[str, str, str] | None = None
+) -> tuple[str, ...]:
+    """The ids of ``keys``, each of which signed ``release``: a release statement of exactly
+    its files, distribution and version (and, given ``driver`` as ``(label, module:object,
+    id)``, of that driver). A release that carries no signature, one that a key of ``keys``
+    did not sign, or a statement for anything else is a :class:`ValueError` saying which,
+    naming the keys that did sign it."""
+    what = f"{release.distribution} {release.version}"
+    given = {key.keyid: key for key in map(PublicKey.parse, keys)}  # a ValueError names a key
+    if release.signature is None:
+        raise ValueError(
+            f"{what} carries no publisher signature, so the key you gave "
+            f"({', '.join(given)}) did not sign it"
+        )
+    try:
+        envelope = Envelope.from_json(release.signature, SIGNATURE_FILE)
+        if envelope.payload_type != RELEASE_PAYLOAD_TYPE:
+            raise SignatureError("bad-signature", f"payload type {envelope.payload_type!r}")
+        unsigned = [kid for kid, key in given.items() if not _signed_by(envelope, key)]
+        statement = ReleaseStatement.model_validate_json(envelope.payload)
+    except (SignatureError, ValidationError) as exc:
+        raise ValueError(f"{what}: its publisher signature cannot be read: {exc}") from None
+    if unsigned:
+        signed = ", ".join(kid for kid, _ in envelope.signatures) or "no key"
+        raise ValueError(
+            f"{what} is signed by {signed}, not by the key you gave ({', '.join(unsigned)})"
+        )
+    mismatch = _statement_for(statement, release, driver)
+    if mismatch is not None:
+        raise ValueError(f"{what}: its signed release statement {mismatch}")
+    return tuple(given)
+
+
+def _signed_by(envelope: Envelope, key: PublicKey) -> bool:
+    try:
+        envelope.verify([key], 1, SIGNATURE_FILE)
+    except SignatureError:
+        return False
+    return True
+
+
+def _statement_for(
+    statement: ReleaseStatement, release: Release, driver: tuple[str, str, str] | None
+) -> str | None:
+    """What in ``statement`` is not ``release`` (and ``driver`` of it), or ``None``."""
+    digest = release.pin().digest
+    if statement.digest != digest:
+        return f"is for the files {statement.digest}, not these ({digest})"
+    if normalize_name(statement.distribution) != release.project:
+        return f"is for the distribution {statement.distribution}"
+    if Version(statement.version) != Version(release.version):
+        return f"is for version {statement.version}"
+    if driver is None:
+        return None
+    label, value, driver_id = driver
+    signed = {(d.label, d.object, d.id) for d in statement.drivers}
+    if (label, value, driver_id) not in signed:
+        return f"does not sign the driver {label} = {value} with id {driver_id}"
+    return None
+
+
 def release_from_candidates(
     candidates: Iterable[Candidate], progress: Callable[[int, int, str], None] | None = None
 ) -> list[Release]:
@@ -413,6 +506,7 @@ def lock(
     trust: Literal["verified", "reference", "community"] = "community",
     replace: bool = False,
     publisher_keys: Sequence[str] = (),
+    build: bool = False,
 ) -> Registry:
     """``registry`` with pins for ``releases``.
 
@@ -423,9 +517,13 @@ def lock(
     with neither is pinned as a library. Existing entries keep their trust label, notes,
     keys and other releases; a driver id whose entry names another distribution is refused,
     as that is how a typosquat would be locked, and one whose entry is of the other group
-    too. A version already pinned with another digest is refused unless ``replace`` is true.
+    too. A version already pinned with another digest is refused unless ``replace`` is true
+    (these files replace the pin and its builds) or ``build`` (they are another build of that
+    version, a wheel for another Python or platform, kept beside its pin).
     ``publisher_keys`` are added to each driver entry written, named after the publisher in
-    its trust manifest: later releases they sign load as ``signed`` without a new pin.
+    its trust manifest, once each is found to have signed the release
+    (:func:`publisher_signers`; :class:`UnsignedReleaseError` otherwise): no pin is written
+    for it then, so it and the later releases they sign load as ``signed``.
     """
     drivers = dict(registry.drivers)
     libraries = dict(registry.libraries)
@@ -444,7 +542,7 @@ def lock(
         ]
         if not entries:
             library = libraries.get(release.project) or LibraryEntry(trust=trust)
-            libraries[release.project] = _pinned(library, release, pin, replace)
+            libraries[release.project] = _pinned(library, release, pin, replace, build)
             continue
         for label, value, group in entries:
             if group == ENTRY_POINT_GROUP and (labels or plugins) and label not in labels:
@@ -474,7 +572,15 @@ def lock(
                     f"registry, not {_kind(group)}: give {label!r} an id of its own with "
                     f"--id {label}=ID"
                 )
-            drivers[driver_id] = _pinned(entry, release, pin, replace).model_copy(
+            if publisher_keys:
+                try:
+                    publisher_signers(release, publisher_keys, (label, value, driver_id))
+                except ValueError as exc:
+                    raise UnsignedReleaseError(label, str(exc)) from None
+                trusted = _signed(entry, release, pin, replace)
+            else:
+                trusted = _pinned(entry, release, pin, replace, build)
+            drivers[driver_id] = trusted.model_copy(
                 update={"object": value, "publisher_keys": _keys(entry, publisher_keys, meta)}
             )
     return registry.model_copy(
@@ -488,17 +594,49 @@ def lock(
 _Entry = TypeVar("_Entry", DriverEntry, LibraryEntry)
 
 
-def _pinned(entry: _Entry, release: Release, pin: Pin, replace: bool) -> _Entry:
-    known = entry.pin_for(release.version)
-    if known is not None and known.digest != pin.digest and not replace:
+def _pinned(
+    entry: _Entry, release: Release, pin: Pin, replace: bool, build: bool = False
+) -> _Entry:
+    """``entry`` with ``pin`` for the release's version. Files the version's pin or one of its
+    builds already has change nothing (the pin keeps its provenance); other files are refused,
+    unless ``replace`` (they replace the pin and its builds) or ``build`` (they are added as
+    another build)."""
+    number: str = release.version
+    wanted = Version(number)
+    known = entry.pin_for(number, pin.digest)
+    if known is not None and known.digest == pin.digest:
+        return entry  # these files are pinned already, with what was recorded for them
+    if known is not None and build:
+        spelled = {Version(v): v for v in entry.releases}[wanted]  # as the registry has it
+        added = {**entry.builds, spelled: (*entry.builds_of(number), pin)}
+        return entry.model_copy(update={"builds": added})
+    if known is not None and not replace:
         raise RegistryError(
             "digest-mismatch",
-            f"{release.distribution} {release.version} is already pinned as "
+            f"{release.distribution} {number} is already pinned as "
             f"{known.digest}, these files are {pin.digest}; a rebuild with other "
             "contents should get a new version (or pin these files instead: mcs-host lock "
-            "--replace)",
+            "--replace; or, for a wheel of another Python or platform, beside it: mcs-host "
+            "lock --build)",
         )
-    return entry.model_copy(update={"releases": {**entry.releases, release.version: pin}})
+    releases = {v: p for v, p in entry.releases.items() if Version(v) != wanted}
+    builds = {v: b for v, b in entry.builds.items() if Version(v) != wanted}
+    return entry.model_copy(update={"releases": {**releases, number: pin}, "builds": builds})
+
+
+def _signed(entry: DriverEntry, release: Release, pin: Pin, replace: bool) -> DriverEntry:
+    """``entry`` trusting ``release`` by its publisher's signature: no pin is written (a pin
+    decides before a signature). Its pin of this version stays when it is of these files;
+    one of other files is refused, as :func:`_pinned` refuses it, unless ``replace``, which
+    removes it."""
+    known = entry.pin_for(release.version, pin.digest)
+    if known is None or known.digest == pin.digest:
+        return entry
+    _pinned(entry, release, pin, replace)  # refused unless replace
+    wanted = Version(release.version)
+    kept = {v: p for v, p in entry.releases.items() if Version(v) != wanted}
+    builds = {v: b for v, b in entry.builds.items() if Version(v) != wanted}
+    return entry.model_copy(update={"releases": kept, "builds": builds})
 
 
 def _keys(

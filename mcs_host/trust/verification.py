@@ -61,8 +61,9 @@ class TrustPolicy:
 
     allow_unverified: bool = False
     """Import drivers no registry pins or signs (development only; each load warns)."""
-    allow_extensions: bool = False
-    """Import drivers that ship extension modules, which the importer cannot re-check."""
+    allow_extensions: bool = True
+    """Import verified drivers and libraries that ship extension modules (linked from their
+    verified bytes); ``False`` refuses native code."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,9 @@ class Verification:
     """The files importing the entry point executes, outermost first."""
     signers: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    provenance: str | None = None
+    """The publisher whose provenance the matching pin carries (``github:OWNER/REPO:...``);
+    ``None`` when it carries none, or no pin matched."""
 
     def __post_init__(self) -> None:
         known_reason(self.reason)
@@ -150,6 +154,7 @@ class _Check:
         "manifest",
         "modules",
         "policy",
+        "provenance",
         "scan",
         "scans",
         "signers",
@@ -178,6 +183,7 @@ class _Check:
         self.entry_files: tuple[str, ...] = ()
         self.signers: tuple[str, ...] = ()
         self.warnings: list[str] = []
+        self.provenance: str | None = None
 
     def run(self) -> Verification:
         try:
@@ -209,6 +215,7 @@ class _Check:
             self.entry_files,
             self.signers,
             tuple(self.warnings),
+            self.provenance,
         )
 
     def _decide(self) -> tuple[Status, str, str]:
@@ -224,8 +231,7 @@ class _Check:
                 "rejected",
                 "extension-module",
                 f"{c.distribution} {c.version} ships extension modules "
-                f"({', '.join(self.scan.extensions)}), which are loaded by path and cannot be "
-                "re-checked at import; the policy does not allow them",
+                f"({', '.join(self.scan.extensions)}), and the policy refuses native code",
             )
         if found is None:
             return (
@@ -346,6 +352,9 @@ class _Check:
         if decided is not None and decided[0] != "pinned":
             raise _RefusedError(*decided)
         if decided is not None:
+            attested = entry.pin_for(c.version, digest.digest)
+            if attested is not None and attested.provenance is not None:
+                self.provenance = str(attested.provenance.publisher)
             return decided
         signed = self._signature(driver_id, entry)
         if signed is not None:
@@ -408,8 +417,9 @@ def release_decision(
     entry: ReleaseEntry, distribution: str, version: str, digest: TreeDigest
 ) -> tuple[Status, str, str] | None:
     """What a registry entry says of one release: ``(status, reason, message)`` with status
-    ``pinned``, ``rejected`` (a refused version, or a digest that differs) or ``revoked``;
-    ``None`` when it neither pins nor refuses that version."""
+    ``pinned``, ``rejected`` (a refused version, a digest that differs, or, under an entry
+    that records a publisher, a pin without provenance or with another publisher's) or
+    ``revoked``; ``None`` when it neither pins nor refuses that version."""
     try:
         Version(version)
     except InvalidVersion:
@@ -421,19 +431,34 @@ def release_decision(
     if refused is not None:
         code = "below-minimum" if "minimum" in refused else "version-not-allowed"
         return "rejected", code, f"{distribution} {refused}"
-    pin = entry.pin_for(version)
+    pin = entry.pin_for(version, digest.digest)
     if pin is None:
         return None
     if pin.digest != digest.digest:
+        builds = len(entry.builds_of(version))
+        others = f" and its {builds} other build{'s' if builds > 1 else ''}" if builds else ""
         return (
             "rejected",
             "digest-mismatch",
             f"{distribution} {version}: tree digest {digest.digest} "
             f"({digest.files} files, {digest.bytes} bytes) differs from the pinned "
-            f"{pin.digest} ({pin.files} files, {pin.bytes} bytes); every file matches "
-            "RECORD, so RECORD was rewritten with them or this is another build",
+            f"{pin.digest} ({pin.files} files, {pin.bytes} bytes){others}; every file "
+            "matches RECORD, so RECORD was rewritten with them or this is another build",
         )
-    return "pinned", "pinned", f"matches the pin for {version}"
+    attested, publisher = pin.provenance, entry.publisher
+    if publisher is not None and attested is None:
+        return (
+            "rejected",
+            "provenance-missing",
+            f"{distribution} {version} is pinned without provenance, and the registry records "
+            f"{publisher} as its publisher: a release without its publisher's attestation "
+            "after attested ones is a downgrade",
+        )
+    changed = entry.publisher_problem(version, attested.publisher) if attested else None
+    if changed is not None:
+        return "rejected", "publisher-changed", f"{distribution} {version}: {changed}"
+    by = f", attested by {attested.publisher}" if attested is not None else ""
+    return "pinned", "pinned", f"matches the pin for {version}{by}"
 
 
 def _statement_mismatch(
