@@ -389,7 +389,8 @@ _TABLE = (
     ),
     Reason(
         "import-refused",
-        "the import gate refused a module the driver imported: its file is not verified",
+        "the import gate refused a module the driver imported, whose file is not verified: "
+        "a warning (the driver went on as if the module were absent), a refusal in strict mode",
         "pin the distribution that ships the file the message names: `mcs-host lock "
         "--distribution NAME`",
     ),

@@ -333,7 +333,7 @@ def _staged(
         if verification is not None:
             gate_notes, refused = stages.gate_findings(ctx, mark, own)
             notes += gate_notes
-            if refused is not None and mount.refuse_unverified:
+            if refused is not None and ctx.config.strict:  # else a note: nothing unverified ran
                 raise Refused("rejected", "import-refused", refused)
     except Refused as refusal:
         if refusal.reason != "import-refused":

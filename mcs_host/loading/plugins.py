@@ -214,7 +214,7 @@ def _installed(ctx: stages.Context, candidate: Candidate, found: Discovery) -> L
             plugin = plugin()
         found_notes, refused = stages.gate_findings(ctx, mark, candidate.distribution)
         notes += found_notes
-        if refused is not None and ctx.refuse_unverified:
+        if refused is not None and ctx.config.strict:  # else a note: nothing unverified ran
             raise Refused("rejected", "import-refused", refused)
         register_plugin(ctx.manager, plugin, candidate.label)
     except Refused as refusal:
