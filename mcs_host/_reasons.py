@@ -186,8 +186,13 @@ _TABLE = (
         "or environment",
         "do not install it unless its publisher confirms the change (the message says when "
         "the repository's number is unchanged: a rename or transfer); then accept the new "
-        "publisher as you add the release: `mcs-host add DISTRIBUTION` shows the identity "
-        "its certificate proves and asks you to confirm it",
+        "publisher as you add the release, stating the identity the message says its "
+        "certificate proves: `mcs-host add DISTRIBUTION --publisher NAME` shows both and asks "
+        "you to confirm (--yes for scripts)",
+        library_fix="do not install it unless its publisher confirms the change (the message "
+        "says when the repository's number is unchanged: a rename or transfer); then remove "
+        "its entry from the registry's libraries and add the driver that needs it again "
+        "(`mcs-host add`), which records the publisher its certificate proves",
     ),
     Reason(
         "provenance-missing",

@@ -9,12 +9,14 @@ file. Fixture drivers and the plugin write a marker file when their code runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import re
 import select
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, pip
 from hostrun import driver_project, entry, pin, write_registry
 from jsonschema import Draft202012Validator
+from pypi_index import LocalIndex, pip_env
 
 from mcs_host.cli.documents import DOCUMENTS
 from mcs_host.trust.registry import REGISTRY_FORMAT
@@ -88,7 +91,7 @@ def scene(
     root = tmp_path_factory.mktemp("cli")
     marker = root / "ran.txt"
     venv = Venv.create(root / "venv")
-    venv.uv_install("mcs-host", "mcs-host-csv", wheelhouse=wheelhouse, cache=uv_cache)
+    venv.uv_install("mcs-host", "mcs-host-csv", "pip", wheelhouse=wheelhouse, cache=uv_cache)
     projects = [
         driver("pinned-driver", "pinned", "ping", marker, PINNED_ID),
         driver("loose-driver", "loose", "pong", marker, LOOSE_ID),
@@ -142,7 +145,7 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
 ) -> None:
     venv: Venv = scene["venv"]
     state, full = tmp_path / "state", str(scene["full"])
-    key, project = tmp_path / "keys" / "k.pem", tmp_path / "approved"
+    key, project, added = tmp_path / "keys" / "k.pem", tmp_path / "approved", tmp_path / "add"
     project.mkdir()
     (project / "mcs-host.toml").write_text("healthcheck = true\n")
     (tmp_path / "index.json").write_text(
@@ -156,6 +159,8 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
         ("run", ['{"tool": "ping", "arguments": {}}', "--registry", full], 0),
         ("tools", ["--registry", full], 0),
         ("lock", ["--wheel", scene["wheel"], "--registry", tmp_path / "locked.json"], 0),
+        # installed already, from these very files: pinned, and a table written
+        ("add", ["pinned-driver", "--registry", added / "r.json", "--config", added / "c.toml"], 0),
         ("keygen", [key], 0),
         ("public-key", [key], 0),
         ("sign", [scene["wheel"], "--key", key, "--output", tmp_path / "signed.whl"], 0),
@@ -167,8 +172,16 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
     ]
     assert {name for name, _, _ in commands} == set(DOCUMENTS)
     schemas = venv.site_packages / "mcs_host" / "schemas"  # as installed, not this checkout
+    served = added / "served"
+    served.mkdir(parents=True)
+    shutil.copy2(scene["wheel"], served / scene["wheel"].name)
     for name, args, code in commands:
-        done = mcs_host(scene, state, name, *args, "--json")
+        with LocalIndex(served) if name == "add" else contextlib.nullcontext() as index:
+            env = {}
+            if index is not None:  # add's pip asks this index, and nothing else
+                env = {k: v for k, v in pip_env(index.url).items() if k.startswith("PIP_")}
+                env.update(PIP_FIND_LINKS="", HOME=str(added))
+            done = mcs_host(scene, state, name, *args, "--json", **env)
         assert done.returncode == code, f"{name}: {done.stdout}{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
         document = json.loads(done.stdout)  # stdout holds the document and nothing else

@@ -1,6 +1,6 @@
 """The ``mcs-host`` command line: the typer application and its commands, one module per
-command group (:mod:`.drivers`, :mod:`.tools`, :mod:`.serve`, :mod:`.clients`, :mod:`.trust`,
-:mod:`.keys`, :mod:`.author`).
+command group (:mod:`.drivers`, :mod:`.tools`, :mod:`.serve`, :mod:`.clients`, :mod:`.init`,
+:mod:`.add`, :mod:`.trust`, :mod:`.keys`, :mod:`.author`).
 Running a command imports only its group and gives typer only that command."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ GROUPS = (
     (
         "To use drivers",
         (
-            *("init", "list", "verify", "lock", "allow", "load"),
+            *("init", "add", "list", "verify", "lock", "allow", "load"),
             *("tools", "call", "run", "serve", "install"),
         ),
     ),
@@ -83,6 +83,7 @@ COMMANDS = (
     ("serve", "serve", "serve_command"),
     ("install", "clients", "install_command"),
     ("init", "init", "init_command"),
+    ("add", "add", "add_command"),
     ("lock", "trust", "lock_drivers"),
     ("keygen", "keys", "keygen"),
     ("public-key", "keys", "public_key"),

@@ -369,6 +369,52 @@ class LockDocument(TypedDict):
     """The MCP servers pinned with ``--server``."""
 
 
+class AddedRelease(TypedDict):
+    """One distribution of what ``add`` added, and how it was verified."""
+
+    distribution: str
+    version: str
+    verified: Literal["attested", "no-provenance", "installed", "host"]
+    """``attested``: by its publisher's PEP 740 provenance; ``no-provenance``: pinned from the
+    downloaded wheel's bytes; ``installed``: installed already, pinned as installed;
+    ``host``: part of mcs-host's own installation, not pinned."""
+    publisher: str | None
+    """The publisher its provenance proved (``attested``), else null."""
+    log_index: int | None
+    """Its publish attestation's Rekor log index (``attested``), else null."""
+    needed_by: str | None
+    """The distribution that needs it; null for the one added."""
+    digest: str | None
+    """Its pin; null for mcs-host's own."""
+    installed: bool
+    """Whether ``add`` installed it (else it was installed already)."""
+    replaced: str | None
+    """The version it replaced, when another one was installed."""
+
+
+class AddedTable(TypedDict):
+    table: str
+    """``drivers.LABEL`` or ``mcp_servers.LABEL``."""
+    names: str
+    """The driver it mounts, or the MCP server's distribution."""
+    written: bool
+    """False when the configuration had it already (it is kept as it is)."""
+
+
+class AddDocument(TypedDict):
+    """``mcs-host add --json``."""
+
+    schema: str
+    registry: str
+    provenance: list[str]
+    """The provenance files stored beside the registry."""
+    config: str
+    distributions: list[AddedRelease]
+    """The one added first, then what it needs."""
+    tables: list[AddedTable]
+    notes: list[str]
+
+
 class KeyDocument(TypedDict):
     """``mcs-host keygen --json`` and ``mcs-host public-key --json``."""
 
@@ -465,6 +511,7 @@ DOCUMENTS: dict[str, type] = {
     "run": CallDocument,
     "tools": ToolsDocument,
     "lock": LockDocument,
+    "add": AddDocument,
     "keygen": KeyDocument,
     "public-key": KeyDocument,
     "sign": SignDocument,

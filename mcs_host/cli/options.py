@@ -454,20 +454,21 @@ def _end_with_parent() -> None:
         raise SystemExit(0)
 
 
-def settings_from(items: Sequence[str] | None, form: str) -> dict[str, Any]:
-    """``--set`` items as settings: the value is JSON, else the text itself ("" when empty)."""
+def settings_from(items: Sequence[str] | None, form: str, option: str = "--set") -> dict[str, Any]:
+    """``--set`` items (or ``option``'s) as settings: the value is JSON, else the text itself
+    ("" when empty)."""
     from mcs_host._files import InputError, loads_json
 
     settings: dict[str, Any] = {}
     for item in items or ():
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"{item!r} is not {form}", param_hint="--set")
+            raise typer.BadParameter(f"{item!r} is not {form}", param_hint=option)
         try:
             settings[key] = loads_json(raw, key)
         except InputError as exc:
             if "nested" in str(exc):
-                raise typer.BadParameter(str(exc), param_hint="--set") from None
+                raise typer.BadParameter(str(exc), param_hint=option) from None
             settings[key] = raw
     return settings
 

@@ -353,6 +353,13 @@ def _required(lines: Iterable[str]) -> list[tuple[str, Requirement]]:
     return [found for line in lines if (found := _applies(line)) is not None]
 
 
+def required_names(lines: Iterable[str]) -> list[str]:
+    """The PEP 503 names of the requirements among ``lines`` that apply here, as
+    :func:`dependency_closure` follows them (used by ``mcs-host add``, which walks the
+    closure of wheels not installed yet)."""
+    return [name for name, _ in _required(lines)]
+
+
 def unverified_imports(names: Iterable[str]) -> dict[str, list[str]]:
     """Of the module ``names`` just imported, those loaded from neither the standard library,
     the host's installation, nor verified bytes (judged by their files, never their names),

@@ -27,8 +27,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from mcs_host.trust.package_index import PackageIndexError
 
-# used by mcs-host add: DEFAULT_INDEX, PipConfig, PipError, download, pip_config,
-# pip_index_urls
+# used by mcs-host add (and trust/installing): DEFAULT_INDEX, PipConfig, PipError, download,
+# pip_config, pip_index_urls, pip_summary, run_pip
 __all__: list[str] = []
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
@@ -77,9 +77,9 @@ def pip_config(
     download`` reads them: ``pip config list`` for its files (``[global]``, then
     ``[download]``), then the ``PIP_*`` variables of ``env`` (default: this process's)."""
     environment = os.environ if env is None else env
-    done = _pip(python, ["config", "list"], environment, None, timeout=120)
+    done = run_pip(python, ["config", "list"], environment, None, timeout=120)
     if done.returncode:
-        raise PipError(None, f"pip config list failed: {_summary(done)}")
+        raise PipError(None, f"pip config list failed: {pip_summary(done)}")
     settings: dict[str, str] = {}
     for section in ("global", "download"):
         for line in done.stdout.splitlines():
@@ -125,11 +125,13 @@ def download(
     if any(dest.iterdir()):
         raise PipError(requirement, f"{dest} is not empty: download into an empty directory")
     args = ["download", "--no-deps", "--only-binary", ":all:", "--progress-bar", "off"]
-    done = _pip(python, [*args, "--dest", str(dest), "--", str(wanted)], env, requirement, timeout)
+    done = run_pip(
+        python, [*args, "--dest", str(dest), "--", str(wanted)], env, requirement, timeout
+    )
     if done.returncode:
         raise PipError(
             requirement,
-            f"pip could not download a wheel of {requirement}: {_summary(done)} (mcs-host "
+            f"pip could not download a wheel of {requirement}: {pip_summary(done)} (mcs-host "
             "installs wheels only; check the name and version on your index with pip download "
             f"--no-deps --only-binary :all: '{wanted}')",
         )
@@ -166,14 +168,15 @@ def _requirement(requirement: str) -> Requirement:
     )
 
 
-def _pip(
+def run_pip(
     python: str | os.PathLike[str] | None,
     args: list[str],
     env: Mapping[str, str] | None,
     requirement: str | None,
     timeout: float,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -P -m pip ARGS`` without input, its output captured."""
+    """Run ``python -P -m pip ARGS`` without input, its output captured; a :class:`PipError`
+    naming ``requirement`` when pip cannot be run or does not finish within ``timeout``."""
     interpreter = os.fspath(python) if python is not None else sys.executable
     command = [interpreter, "-P", "-m", "pip", "--disable-pip-version-check", "--no-input"]
     try:
@@ -197,7 +200,7 @@ def _pip(
     return done
 
 
-def _summary(done: subprocess.CompletedProcess[str]) -> str:
+def pip_summary(done: subprocess.CompletedProcess[str]) -> str:
     """pip's ``ERROR:`` lines (else its last line of output), on one line."""
     lines = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines()]
     errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]

@@ -1,0 +1,247 @@
+"""What a distribution ``mcs-host add`` adds offers, and the configuration tables that name it.
+
+:func:`drivers_of` finds the drivers a wheel ships (its entry points, else the drivers a
+registry declares for it, as the reference drivers are declared), :func:`server_of` the console
+script an MCP server distribution serves; :func:`tables_for` makes the ``[drivers.<label>]``
+or ``[mcp_servers.<label>]`` tables, offering a driver's constructor parameters read from the
+checked wheel's module source (never imported), and refuses a label the configuration gives
+to something else; :func:`config_after` adds them to the configuration's text.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcs_host.discovery import (
+    ENTRY_POINT_GROUP,
+    LABEL_RULE,
+    PLUGIN_GROUP,
+    is_valid_label,
+    normalize_name,
+    parse_entry_points,
+)
+from mcs_host.trust.digest import resolve_module
+from mcs_host.trust.registry import Registry
+from mcs_host.trust.release import Release
+
+from .add_records import AddError, AddRequest, WrittenTable
+from .add_sources import Source
+from .config import ConfigError
+from .config_tables import Table, constructor_parameters, driver_table, parsed, server_table
+from .config_tables import with_tables as _with_tables
+
+# used by mcs-host add: Ships, config_after, drivers_of, how, server_of, tables_for,
+# autoload_note
+__all__: list[str] = []
+
+
+@dataclass(frozen=True, slots=True)
+class Ships:
+    """What the distribution added offers: its drivers, or the console script it serves."""
+
+    drivers: tuple[tuple[str, str], ...]
+    """``(label, module:object)`` of each driver (entry points, or what a registry declares)."""
+    declared: Mapping[str, str]
+    """Label -> ``module:object`` of the drivers a registry declares (no entry point)."""
+    ids: Mapping[str, str]
+    """Label -> the driver id the declaring registry gives."""
+    undeclared: tuple[str, ...]
+    """What a registry says its drivers need without declaring it."""
+    script: str | None = None
+    """The console script, for an MCP server."""
+    named_script: bool = False
+    """Whether the table names the script (the distribution has several)."""
+    notes: tuple[str, ...] = ()
+
+
+def drivers_of(release: Release, request: AddRequest, registry: Registry) -> Ships:
+    """The drivers ``release`` ships, or those a registry declares for it; refused when it
+    has none."""
+    name, project = release.distribution, release.project
+    drivers = list(release.points(ENTRY_POINT_GROUP))
+    entries = {**request.declared, **registry.drivers}
+    declared: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    undeclared = [r for e in entries.values() if e.distribution == project for r in e.requires]
+    if not drivers:
+        listed = {e.path for e in release.scan.digest.entries} if release.scan.digest else set()
+        for driver_id, entry in entries.items():
+            if entry.distribution != project or entry.group != ENTRY_POINT_GROUP:
+                continue
+            if not entry.object or resolve_module(entry.object.partition(":")[0], listed)[1]:
+                continue
+            drivers.append((entry.label, entry.object))
+            declared[entry.label], ids[entry.label] = entry.object, driver_id
+    if not drivers:
+        raise AddError(
+            name,
+            "pin",
+            f"{name} {release.version} ships no driver (no entry point in {ENTRY_POINT_GROUP}), "
+            "and no registry this reads declares one for it",
+            f"a library a driver needs is added with that driver (or pinned once installed: "
+            f"`mcs-host lock --distribution {project}`); an MCP server: `mcs-host add --server "
+            f"{project}`",
+        )
+    if len(drivers) > 1 and (request.label is not None or request.settings):
+        shown = ", ".join(label for label, _ in drivers)
+        raise AddError(
+            name,
+            "configuration",
+            f"{name} ships {len(drivers)} drivers ({shown}); --label and --settings name one",
+            "add it without --label and --settings, then set each table's settings",
+        )
+    notes = tuple(
+        f"{name} ships the host plugin {label}, not pinned (it would run in every command): "
+        f"`mcs-host lock --plugin {label} --distribution {project}` pins it"
+        for label, _ in release.points(PLUGIN_GROUP)
+    )
+    return Ships(tuple(drivers), declared, ids, tuple(undeclared), notes=notes)
+
+
+def server_of(release: Release, wheel: Path, request: AddRequest) -> Ships:
+    """The console script ``release`` serves as an MCP server (``--label`` chooses among
+    several); refused when it has none."""
+    name = release.distribution
+    with zipfile.ZipFile(wheel) as archive:
+        found = [
+            n
+            for n in archive.namelist()
+            if n.count("/") == 1 and n.endswith(".dist-info/entry_points.txt")
+        ]
+        text = archive.read(found[0]).decode("utf-8", "replace") if found else ""
+    scripts = dict(parse_entry_points(text, "console_scripts")[0])
+    if len(scripts) == 1:
+        return Ships((), {}, {}, (), next(iter(scripts)))
+    if request.label in scripts:
+        return Ships((), {}, {}, (), request.label, named_script=True)
+    if not scripts:
+        raise AddError(
+            name,
+            "configuration",
+            f"{name} {release.version} ships no console script to run as an MCP server",
+            "add a distribution whose console script serves MCP (or a driver, without --server)",
+        )
+    raise AddError(
+        name,
+        "configuration",
+        f"{name} {release.version} ships {len(scripts)} console scripts "
+        f"({', '.join(sorted(scripts))}): which one serves MCP?",
+        "name it with --label SCRIPT",
+    )
+
+
+def tables_for(
+    target: Source, ships: Ships, request: AddRequest, text: str
+) -> tuple[list[Table], tuple[WrittenTable, ...]]:
+    """The tables to write, and those the configuration has already (kept); an
+    :class:`AddError` when a label is taken by something else."""
+    settings = parsed(text, request.config)
+    drivers, servers = settings.get("drivers", {}), settings.get("mcp_servers", {})
+    release = target.release
+    said = how(target)
+    comment = (f"{release.distribution} {release.version}, added by mcs-host add ({said})",)
+    tables: list[Table] = []
+    kept: list[WrittenTable] = []
+    wanted: list[tuple[str, str | None, str]] = [
+        (request.label or label, label, value) for label, value in ships.drivers
+    ]
+    if ships.script is not None:
+        wanted = [(request.label or ships.script, None, ships.script)]
+    for label, driver, value in wanted:
+        kind, other = ("drivers", servers) if driver is not None else ("mcp_servers", drivers)
+        mine = drivers if driver is not None else servers
+        if not is_valid_label(label):
+            raise AddError(
+                release.distribution,
+                "configuration",
+                f"{label!r} cannot label a table: a label is {LABEL_RULE}",
+                "give one with --label LABEL",
+            )
+        existing = mine.get(label)
+        names = driver if driver is not None else release.project
+        if label in other or (existing is not None and _named(existing, label, kind) != names):
+            taken = other.get(label) or existing
+            raise AddError(
+                release.distribution,
+                "configuration",
+                f"{request.config} has a table labelled {label} already, for something else "
+                f"({taken})",
+                "give this one another label with --label LABEL",
+            )
+        if existing is not None:
+            kept.append(WrittenTable(f"{kind}.{label}", names, False))
+        elif driver is not None:
+            parameters = _parameters(target, value)
+            tables.append(driver_table(label, driver, request.settings, parameters, comment))
+        else:
+            script = ships.script if ships.named_script else None
+            tables.append(server_table(label, release.project, script, comment))
+    return tables, tuple(kept)
+
+
+def _named(table: object, label: str, kind: str) -> str | None:
+    """What a configured table names: the driver it mounts, or the server's distribution."""
+    if not isinstance(table, dict):
+        return None
+    if kind == "drivers":
+        return str(table.get("driver") or label)
+    distribution = table.get("distribution")
+    return normalize_name(distribution) if isinstance(distribution, str) else None
+
+
+def _parameters(target: Source, value: str) -> Sequence[Any] | None:
+    """The keyword parameters of the driver ``value``'s constructor, read from the checked
+    wheel's module source; ``None`` when they cannot be read."""
+    module, _, attribute = value.partition(":")
+    digest = target.release.scan.digest
+    listed = {e.path for e in digest.entries} if digest is not None else set()
+    files, problem = resolve_module(module.strip(), listed)
+    if problem is not None or not files or not files[-1].endswith(".py"):
+        return None
+    try:
+        with zipfile.ZipFile(target.wheel) as archive:
+            source = archive.read(files[-1])
+    except (KeyError, OSError, zipfile.BadZipFile):
+        return None
+    return constructor_parameters(source, attribute.strip().split(".")[0])
+
+
+def config_after(text: str, path: str, tables: Sequence[Table], release: Release) -> str:
+    """The configuration's text with ``tables``; an :class:`AddError` when they cannot be
+    added to it as text."""
+    try:
+        return _with_tables(text, path, tables) if tables else text
+    except ConfigError as error:
+        raise AddError(
+            release.distribution, "configuration", str(error), "fix the configuration file"
+        ) from None
+
+
+def names(table: Table) -> str:
+    """What a written table names: the driver, or the server's distribution."""
+    return str(table.values.get("driver") or table.values.get("distribution") or table.label)
+
+
+def how(source: Source) -> str:
+    """How ``source`` was verified, in a few words."""
+    if source.verified is None:
+        return "no provenance: pinned from the downloaded wheel"
+    return f"attested by {source.verified.identity}"
+
+
+def autoload_note(text: str, path: str, tables: Sequence[Table]) -> tuple[str, ...]:
+    """A note when the first driver table turns autoload off (a file naming drivers mounts
+    only those)."""
+    before = parsed(text, path)
+    named = before.get("drivers") or {}
+    enabled = [t for t in named.values() if not (isinstance(t, dict) and t.get("enabled") is False)]
+    if "autoload" in before or enabled or not any(t.kind == "drivers" for t in tables):
+        return ()
+    return (
+        f"{path} names drivers now, so only those it names mount (set autoload = true in it "
+        "to mount every trusted installed driver as well)",
+    )

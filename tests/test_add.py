@@ -1,0 +1,750 @@
+"""``mcs-host add`` takes a name on the user's package index to a verified, pinned, installed and
+configured driver in one command, and changes nothing when any step fails.
+
+Each test runs the real command in a venv of its own (mcs-host with the attest extra, and pip)
+against a package index on loopback (tests/pypi_index.py) that serves fixture wheels built here
+and the real pypi-attestations 0.0.30 wheel with the provenance PyPI serves for it
+(tests/data/provenance, published by github:pypi/pypi-attestations:release.yml@pypi). That
+wheel ships no entry point: a test registry declares a driver for it, as registry.json declares
+the reference drivers, so it is added as a driver through the attested path. It is also part
+of the host's own installation here (the attest extra): it is installed already, from the same
+files, and add pins it. Every claim that something is "as before" compares the venv's
+``pip list`` and every file of its site-packages, the registry and its provenance directory,
+and the configuration, byte for byte. The attacks' payloads write a marker file that no test
+may find.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distbuild import ROOT, Project, Venv, build_wheel, vendor_into_wheel
+from hostrun import driver_project
+from jsonschema import Draft202012Validator
+from pypi_index import LocalIndex, pip_env
+
+from mcs_host.loading.config import ConfigError
+from mcs_host.loading.config_tables import (
+    constructor_parameters,
+    driver_table,
+    toml_value,
+    with_tables,
+)
+from mcs_host.trust.attested import record_provenance
+from mcs_host.trust.digest import scan_wheel
+from mcs_host.trust.provenance import verify_provenance
+from mcs_host.trust.registry import REGISTRY_FORMAT, Pin, Registry
+
+DATA = Path(__file__).resolve().parent / "data" / "provenance"
+WHEEL = DATA / "pypi_attestations-0.0.30-py3-none-any.whl"
+PROVENANCE = DATA / f"{WHEEL.name}.provenance"
+SDIST = DATA / "pypi_attestations-0.0.19.tar.gz"
+SDIST_PROVENANCE = DATA / f"{SDIST.name}.provenance"
+PUBLISHER = "github:pypi/pypi-attestations:release.yml@pypi"
+FORMER = "github:trailofbits/pypi-attestations:release.yml"
+LOG_INDEX = 2272775063
+ATTEST_ID = "5f0c0000-0000-4000-8000-0000000a7e57"
+WEATHER_ID = "a11d0000-0000-4000-8000-00000000a0d1"
+EVIL_ID = "a11d0000-0000-4000-8000-00000000e0e1"
+
+WEATHER = """\
+open({marker!r}, "a").write("acme-weather ran\\n")
+
+import acme_lib
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def __init__(self, city: str = "Paris", days: int = 3, *, station=None) -> None:
+        self.city = city
+
+    def list_tools(self):
+        return [Tool(name="forecast", description="The sky over the city.")]
+
+    def execute_tool(self, tool_name, arguments):
+        return f"{{self.city}}: {{acme_lib.SKY}}"
+"""
+
+LIBRARY = """\
+open({marker!r}, "a").write("{name} ran\\n")
+SKY = "sunny"
+"""
+
+SERVER = """\
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("clock")
+
+
+@app.tool()
+def now() -> str:
+    \"\"\"The time, as a clock on the wall says it.\"\"\"
+    return "noon"
+
+
+def main():
+    app.run()
+"""
+
+pytestmark = pytest.mark.venv
+
+
+# -- the scene -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The fixture wheels, by name, and ``marker``: the file their code writes when it runs."""
+    root = tmp_path_factory.mktemp("add-wheels")
+    marker = root / "ran.txt"
+    wheels = root / "wheels"
+
+    def wheel(project: Project) -> Path:
+        return build_wheel(project.write(root / "src"), wheels)
+
+    def weather(version: str, lib: str) -> Project:
+        project = driver_project("acme-weather", marker, WEATHER_ID, version)
+        source = WEATHER.format(marker=str(marker))
+        files = {**project.files, "acme_weather/__init__.py": source}
+        return dataclasses.replace(project, files=files, dependencies=["mcs-host", lib])
+
+    def library(name: str, version: str = "1.0.0") -> Project:
+        module = name.replace("-", "_")
+        text = LIBRARY.format(marker=str(marker), name=name)
+        return Project(name, version, files={f"{module}/__init__.py": text})
+
+    extra = root / "acme_lib_extra.py"
+    extra.write_text("EXTRA = True\n")
+    evil = driver_project("acme-evil-driver", marker, EVIL_ID)
+    source = evil.files["acme_evil_driver/__init__.py"] + "\nimport acme_evil\n"
+    files = {**evil.files, "acme_evil_driver/__init__.py": source}
+    evil = dataclasses.replace(evil, files=files, dependencies=["mcs-host", "acme-evil"])
+    later = Project(
+        "pypi-attestations",
+        "0.0.31",
+        files={"pypi_attestations/__init__.py": LIBRARY.format(marker=str(marker), name="0.0.31")},
+    )
+    server = Project(
+        "acme-clock",
+        files={"acme_clock/__init__.py": SERVER},
+        entry_points={"console_scripts": {"acme-clock": "acme_clock:main"}},
+        dependencies=["mcp"],
+    )
+    return {
+        "marker": marker,
+        "weather": wheel(weather("1.0.0", "acme-lib")),
+        "weather-1.1": wheel(weather("1.1.0", "acme-lib>=2")),
+        "lib": wheel(library("acme-lib")),
+        "lib-2": vendor_into_wheel(
+            wheel(library("acme-lib", "2.0.0")), {"acme_lib_extra.py": extra}
+        ),
+        "evil-driver": wheel(evil),
+        "evil": wheel(library("acme-evil")),
+        "attestations-0.0.31": wheel(later),
+        "server": wheel(server),
+    }
+
+
+@dataclasses.dataclass
+class Scene:
+    """A venv with mcs-host[attest] and pip, a HOME, and the index serving ``served``."""
+
+    root: Path
+    venv: Venv
+    home: Path
+    served: Path
+    index: LocalIndex
+    marker: Path
+
+    @property
+    def config(self) -> Path:
+        return self.home / ".config" / "mcs-host" / "config.toml"
+
+    @property
+    def registry(self) -> Path:
+        return self.home / ".config" / "mcs-host" / "registry.json"
+
+    @property
+    def site(self) -> Path:
+        return self.venv.site_packages
+
+    def serve(self, *wheels: Path, provenance: Path | None = None) -> None:
+        """Serve ``wheels`` (the first with ``provenance`` beside it, when given)."""
+        for wheel in wheels:
+            shutil.copy2(wheel, self.served / wheel.name)
+        if provenance is not None:
+            shutil.copy2(provenance, self.served / f"{wheels[0].name}.provenance")
+
+    def host(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        """``mcs-host ARGS`` in the venv, its pip asking only the local index, with this
+        HOME, no terminal, and every proxy a closed port: nothing else is reached."""
+        return subprocess.run(
+            [str(self.venv.bin / "mcs-host"), *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=self._env(),
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+            check=False,
+        )
+
+    def on_terminal(self, *args: str | Path, answer: str) -> tuple[int, str]:
+        """``mcs-host ARGS`` as :meth:`host` runs it, but on a pseudo-terminal, typing
+        ``answer`` when it asks; its exit code and what it wrote there."""
+        leader, follower = pty.openpty()
+        child = subprocess.Popen(
+            [str(self.venv.bin / "mcs-host"), *map(str, args)],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env={**self._env(), "TERM": "dumb"},
+            cwd=self.root,
+        )
+        os.close(follower)
+        said = b""
+        while True:
+            ready, _, _ = select.select([leader], [], [], 300)
+            if not ready:
+                child.kill()
+                raise AssertionError(f"mcs-host {args} wrote nothing for 300 s")
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            said += chunk
+            if said.rstrip().endswith(b"[y/N]:"):
+                os.write(leader, answer.encode() + b"\n")
+        os.close(leader)
+        return child.wait(timeout=60), said.decode().replace("\r\n", "\n")
+
+    def _env(self) -> dict[str, str]:
+        """The environment of :meth:`host`."""
+        closed = "http://127.0.0.1:9"
+        env = pip_env(self.index.url, HOME=str(self.home))
+        env = {k: v for k, v in env.items() if not k.startswith(("XDG_", "MCS_HOST_"))}
+        env.update(
+            MCS_HOST_STATE_DIR=str(self.root / "state"),
+            PATH=f"{self.venv.bin}{os.pathsep}{env.get('PATH', '')}",
+            VIRTUAL_ENV=str(self.venv.path),
+            HTTPS_PROXY=closed,
+            https_proxy=closed,
+            NO_PROXY="127.0.0.1",
+            no_proxy="127.0.0.1",
+        )
+        return env
+
+    def state(self) -> dict[str, Any]:
+        """What "as before" compares: pip's list, every file of site-packages (bytecode
+        caches aside), and every file under the user's mcs-host directory."""
+        listed = self.venv.run("python", "-m", "pip", "list", "--format=freeze")
+        assert listed.returncode == 0, listed.stderr
+        return {
+            "pip list": listed.stdout.splitlines(),
+            "site-packages": _files(self.site, skip="__pycache__"),
+            "mcs-host": _files(self.config.parent),
+        }
+
+    def ran(self) -> list[str]:
+        lines = self.marker.read_text().splitlines() if self.marker.exists() else []
+        self.marker.unlink(missing_ok=True)
+        return lines
+
+
+def _as_before(scene: Scene, before: dict[str, Any]) -> None:
+    """Assert that the venv and the user's mcs-host files are as they were in ``before``."""
+    changes = _changes(before, scene.state())
+    assert not changes, "\n".join(changes)
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two :meth:`Scene.state`, one line each."""
+    found = [f"pip list: {before['pip list']} -> {after['pip list']}"] * (
+        before["pip list"] != after["pip list"]
+    )
+    for place in ("site-packages", "mcs-host"):
+        was, now = before[place], after[place]
+        found += [
+            f"{place}/{path}: {was.get(path, 'absent')} -> {now.get(path, 'absent')}"
+            for path in sorted(set(was) | set(now))
+            if was.get(path) != now.get(path)
+        ]
+    return found
+
+
+_INSTALLER_RECORDS = frozenset({"RECORD", "direct_url.json", "INSTALLER", "REQUESTED"})
+"""What pip writes about an install in its ``*.dist-info`` (RECORD lists the bytecode it
+compiles, direct_url.json the file it installed from): compared by presence, since a release
+put back from its wheel has the same files, installed again."""
+
+
+def _files(directory: Path, skip: str | None = None) -> dict[str, str]:
+    """Each file under ``directory`` (a directory with no files too) with its sha256 (an
+    installer's record: present)."""
+    found: dict[str, str] = {}
+    if not directory.exists():
+        return found
+    for path in sorted(directory.rglob("*")):
+        if skip is not None and skip in path.parts:
+            continue
+        relative = str(path.relative_to(directory))
+        if path.is_symlink():
+            found[relative] = f"link to {os.readlink(path)}"
+        elif (
+            path.is_file()
+            and path.parent.suffix == ".dist-info"
+            and (path.name in _INSTALLER_RECORDS)
+        ):
+            found[relative] = "present"
+        elif path.is_file():
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif not any(path.iterdir()):
+            found[relative] = "empty directory"
+    return found
+
+
+@pytest.fixture
+def scene(
+    tmp_path: Path, wheelhouse: Path, uv_cache: Path, built: dict[str, Path]
+) -> Iterator[Scene]:
+    venv = Venv.create(tmp_path / "venv")
+    # the attest extra's pypi-attestations is the very wheel the index serves
+    venv.uv_install("mcs-host[attest,mcp]", "pip", WHEEL, wheelhouse=wheelhouse, cache=uv_cache)
+    home = tmp_path / "home"
+    home.mkdir()
+    served = tmp_path / "served"
+    served.mkdir()
+    built["marker"].unlink(missing_ok=True)
+    with LocalIndex(served) as index:
+        yield Scene(tmp_path, venv, home, served, index, built["marker"])
+
+
+def _declared(scene: Scene) -> Path:
+    """A registry declaring a driver for pypi-attestations (which ships no entry point), named
+    by the user's configuration beside their own registry, as the reference drivers are."""
+    path = scene.root / "declared.json"
+    driver = {"distribution": "pypi-attestations", "label": "attest"}
+    driver["object"] = "pypi_attestations:Attestation"
+    path.write_text(json.dumps({"format": REGISTRY_FORMAT, "drivers": {ATTEST_ID: driver}}))
+    scene.config.parent.mkdir(parents=True, exist_ok=True)
+    scene.config.write_text(
+        f'# my own settings, kept as they are\nregistries = ["registry.json", "{path}"]\n'
+    )
+    return path
+
+
+def _refused(done: subprocess.CompletedProcess[str], step: str) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f": {step}: " in done.stderr, done.stderr
+    return done.stderr
+
+
+def _schema_errors(document: dict[str, Any]) -> list[str]:
+    schema = json.loads((ROOT / "mcs_host" / "schemas" / "cli-add.schema.json").read_text())
+    return [error.message for error in Draft202012Validator(schema).iter_errors(document)]
+
+
+# -- the attested path -----------------------------------------------------------------------
+
+
+def test_the_publisher_named_adds_the_release_pinned_with_its_provenance_and_its_table(
+    scene: Scene,
+) -> None:
+    _declared(scene)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    done = scene.host("add", "pypi-attestations", "--publisher", PUBLISHER)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        f"pypi-attestations 0.0.30: attested by {PUBLISHER} (log index {LOG_INDEX}), "
+        "installed already (the same files)"
+    )
+    # what it needs is the host's own here (the attest extra): said so, not pinned
+    assert "sigstore 4.5.1 (needed by pypi-attestations): provided by mcs-host" in lines
+    assert f"wrote {scene.registry} (and 1 provenance file beside it)" in lines
+    assert f"wrote [drivers.attest] in {scene.config}" in lines
+    entry = json.loads(scene.registry.read_text())["drivers"][ATTEST_ID]
+    assert str(entry["publisher"]["repository"]) == "pypi/pypi-attestations"
+    pin = entry["releases"]["0.0.30"]
+    assert pin["wheel_sha256"] == hashlib.sha256(WHEEL.read_bytes()).hexdigest()
+    assert pin["provenance"]["log_index"] == LOG_INDEX
+    stored = scene.registry.with_name("registry.provenance") / f"{WHEEL.name}.provenance"
+    assert stored.read_bytes() == PROVENANCE.read_bytes()
+    config = scene.config.read_text()
+    assert config.startswith("# my own settings, kept as they are\nregistries = [")
+    assert f"# pypi-attestations 0.0.30, added by mcs-host add (attested by {PUBLISHER})" in config
+    assert "\n[drivers.attest]\n" in config
+    # the stored provenance verifies again, offline
+    checked = scene.host("verify", "--provenance", "--json")
+    assert json.loads(checked.stdout)["provenance"][0]["ok"] is True, checked.stdout
+    # added again: nothing new to pin or install; the table is kept; the document says so
+    again = scene.host("add", "pypi-attestations", "--publisher", PUBLISHER, "--json")
+    assert again.returncode == 0, again.stderr
+    document = json.loads(again.stdout)
+    assert _schema_errors(document) == []
+    assert document["tables"] == [{"table": "drivers.attest", "names": "attest", "written": False}]
+    first = document["distributions"][0]
+    assert (first["verified"], first["publisher"], first["log_index"]) == (
+        "attested",
+        PUBLISHER,
+        LOG_INDEX,
+    )
+    assert scene.config.read_text() == config
+
+
+@pytest.mark.parametrize(
+    ("stated", "part"),
+    [
+        ("github:attacker/pypi-attestations", "repository-mismatch"),
+        ("github:pypi/pypi-attestations:other.yml", "workflow-mismatch"),
+        ("github:pypi/pypi-attestations:release.yml@staging", "environment-mismatch"),
+    ],
+)
+def test_another_repository_workflow_or_environment_changes_nothing(
+    scene: Scene, stated: str, part: str
+) -> None:
+    _declared(scene)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations", "--publisher", stated), "identity")
+    assert f"published by {PUBLISHER}" in said
+    assert "nothing was installed or written" in said
+    _as_before(scene, before)
+
+
+def test_a_named_publisher_without_provenance_on_the_index_is_refused(scene: Scene) -> None:
+    _declared(scene)
+    scene.serve(WHEEL)  # the same wheel, its provenance not served
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations", "--publisher", PUBLISHER), "provenance")
+    assert "has no PEP 740 provenance on your index" in said
+    _as_before(scene, before)
+
+
+def test_without_a_publisher_the_proven_identity_is_confirmed_then_holds_for_later_versions(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    _declared(scene)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations"), "identity")
+    assert f"attested by {PUBLISHER}; no publisher is recorded for it yet" in said
+    assert "no terminal to confirm it on" in said
+    assert f"--publisher {PUBLISHER}" in said
+    _as_before(scene, before)
+    done = scene.host("add", "pypi-attestations", "--yes")
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(scene.registry.read_text())["drivers"][ATTEST_ID]["publisher"]
+    assert recorded["repository"] == "pypi/pypi-attestations"
+    # a later release without its publisher's provenance is a downgrade: refused, no change
+    scene.serve(built["attestations-0.0.31"])
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations", "--yes"), "provenance")
+    assert "pypi-attestations 0.0.31 has no provenance on your index" in said
+    assert PUBLISHER in said
+    assert "downgrade" in said
+    _as_before(scene, before)
+    assert scene.ran() == []
+
+
+def test_on_a_terminal_the_proven_identity_is_shown_and_asked_for(scene: Scene) -> None:
+    _declared(scene)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    before = scene.state()
+    code, said = scene.on_terminal("add", "pypi-attestations", answer="n")
+    assert code == 2, said
+    assert (
+        f"pypi-attestations 0.0.30 was published by {PUBLISHER}, as its PEP 740 provenance "
+        "proves." in said
+    )
+    assert "you did not confirm it" in said
+    _as_before(scene, before)
+    code, said = scene.on_terminal("add", "pypi-attestations", answer="y")
+    assert code == 0, said
+    assert f"attested by {PUBLISHER} (log index {LOG_INDEX})" in said
+    entry = json.loads(scene.registry.read_text())["drivers"][ATTEST_ID]
+    assert entry["publisher"]["repository"] == "pypi/pypi-attestations"
+
+
+def test_a_transferred_publisher_is_refused_until_the_new_one_is_stated_and_confirmed(
+    scene: Scene,
+) -> None:
+    # the user's registry: 0.0.19, attested before the repository moved to pypi/
+    driver: dict[str, Any] = {"distribution": "pypi-attestations", "label": "attest"}
+    driver |= {"object": "pypi_attestations:Attestation", "releases": {"0.0.19": _sdist_pin()}}
+    registry = Registry.model_validate({"format": REGISTRY_FORMAT, "drivers": {ATTEST_ID: driver}})
+    sdist = SDIST_PROVENANCE.read_bytes()
+    verified = verify_provenance(SDIST, SDIST.name, sdist, None)
+    scene.registry.parent.mkdir(parents=True)
+    recorded = record_provenance(registry, scene.registry, ATTEST_ID, "0.0.19", verified, sdist)
+    recorded.save(scene.registry)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations", "--yes"), "identity")
+    assert PUBLISHER in said
+    assert FORMER in said
+    assert "number is the same (772247423)" in said
+    assert f"--publisher {PUBLISHER}" in said
+    _as_before(scene, before)
+    # stated, but not confirmed (no terminal, no --yes): refused too
+    said = _refused(scene.host("add", "pypi-attestations", "--publisher", PUBLISHER), "identity")
+    assert "no terminal to confirm it on" in said
+    _as_before(scene, before)
+    done = scene.host("add", "pypi-attestations", "--publisher", PUBLISHER, "--yes")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(scene.registry.read_text())["drivers"][ATTEST_ID]
+    assert entry["publisher"]["repository"] == "pypi/pypi-attestations"
+    assert [f["repository"] for f in entry["former_publishers"]] == [
+        "trailofbits/pypi-attestations"
+    ]
+    assert entry["former_publishers"][0]["until"] == "0.0.30"
+
+
+def _sdist_pin() -> dict[str, Any]:
+    """The 0.0.19 pin (the wheel's tree standing in for the sdist's, as test_attested has it)."""
+    digest = scan_wheel(str(WHEEL)).digest
+    assert digest is not None
+    return Pin(digest=digest.digest, files=digest.files, bytes=digest.bytes).model_dump()
+
+
+# -- without provenance, with what it needs ---------------------------------------------------
+
+
+def test_a_driver_is_added_with_its_library_then_loaded_and_called_by_default(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["weather"])
+    scene.serve(built["lib"])
+    done = scene.host("add", "acme-weather", "--label", "weather", "--settings", "city=Oslo")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "acme-weather 1.0.0: no provenance: pinned from the downloaded wheel, installed",
+        "acme-lib 1.0.0 (needed by acme-weather): no provenance: pinned from the downloaded "
+        "wheel, installed",
+    ]
+    assert scene.ran() == []  # nothing of it ran while it was added
+    config = scene.config.read_text()
+    assert '[drivers.weather]\ndriver = "acme_weather"\nsettings = { city = "Oslo" }\n' in config
+    registry = json.loads(scene.registry.read_text())
+    assert list(registry["drivers"][WEATHER_ID]["releases"]) == ["1.0.0"]
+    assert list(registry["libraries"]["acme-lib"]["releases"]) == ["1.0.0"]
+    # the default policy runs no unverified code: the driver and its library are pinned
+    called = scene.host("call", "forecast")
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert called.stdout.strip() == "Oslo: sunny"
+    assert sorted(scene.ran()) == ["acme-lib ran", "acme-weather ran"]
+    # added under another label without settings: its constructor's parameters, commented
+    other = scene.root / "other.toml"
+    done = scene.host("add", "acme-weather", "--config", other)
+    assert done.returncode == 0, done.stderr
+    assert "acme-lib 1.0.0 (needed by acme-weather): installed already: pinned as installed" in (
+        done.stdout
+    )
+    assert (
+        '# settings = { city = "Paris", days = 3, station = … }\n'
+        "#   its constructor's keyword arguments" in other.read_text()
+    )
+    assert scene.ran() == []
+
+
+def test_a_failed_install_uninstalls_what_it_had_installed(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["weather"])
+    scene.serve(built["lib"])
+    # a directory where acme-lib's module goes: pip installs acme-weather, then fails
+    (scene.site / "acme_lib" / "__init__.py").mkdir(parents=True)
+    before = scene.state()
+    said = _refused(scene.host("add", "acme-weather"), "install")
+    assert "Is a directory" in said
+    assert "undone: uninstalled acme-weather 1.0.0" in said
+    _as_before(scene, before)
+
+
+def test_a_failed_upgrade_puts_back_the_release_it_replaced(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["weather"])
+    scene.serve(built["lib"])
+    assert scene.host("add", "acme-weather").returncode == 0
+    # 1.1 needs acme-lib 2, which adds the module acme_lib_extra: a directory stands where it
+    # goes, so pip installs acme-weather 1.1 in place of 1.0, then fails on acme-lib 2.0
+    scene.serve(built["weather-1.1"])
+    scene.serve(built["lib-2"])
+    obstacle = scene.site / "acme_lib_extra.py"
+    obstacle.mkdir()
+    before = scene.state()
+    said = _refused(scene.host("add", "acme-weather"), "install")
+    assert "uninstalled acme-weather 1.1.0" in said
+    assert "put back acme-weather 1.0.0 (its files as before)" in said
+    _as_before(scene, before)
+    # without the obstacle, the upgrade is done, and says what it replaced
+    obstacle.rmdir()
+    done = scene.host("add", "acme-weather")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "acme-weather 1.1.0: no provenance: pinned from the downloaded wheel, installed in "
+        "place of 1.0.0",
+        "acme-lib 2.0.0 (needed by acme-weather): no provenance: pinned from the downloaded "
+        "wheel, installed in place of 1.0.0",
+    ]
+
+
+@pytest.mark.parametrize("how", ["read-only", "not-a-directory"])
+def test_a_home_where_nothing_can_be_written_is_refused_before_anything_changes(
+    scene: Scene, built: dict[str, Path], how: str
+) -> None:
+    if how == "read-only" and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    scene.serve(built["weather"])
+    scene.serve(built["lib"])
+    if how == "read-only":
+        scene.home.chmod(0o555)
+    else:
+        (scene.home / ".config").write_text("not a directory\n")
+    before = scene.state()
+    try:
+        said = _refused(scene.host("add", "acme-weather"), "write")
+    finally:
+        scene.home.chmod(0o755)
+    assert "cannot be written" in said
+    _as_before(scene, before)
+
+
+def test_a_link_planted_in_the_provenance_directory_is_not_written_through(
+    scene: Scene,
+) -> None:
+    _declared(scene)
+    scene.serve(WHEEL, provenance=PROVENANCE)
+    target = scene.root / "elsewhere.txt"
+    stored = scene.config.parent / "registry.provenance"
+    stored.mkdir(parents=True)
+    (stored / f"{WHEEL.name}.provenance").symlink_to(target)
+    before = scene.state()
+    said = _refused(scene.host("add", "pypi-attestations", "--yes"), "write")
+    assert "symbolic link" in said
+    assert not target.exists()
+    _as_before(scene, before)
+
+
+# -- attacks ---------------------------------------------------------------------------------
+
+
+def test_a_dependency_with_another_files_provenance_never_runs_and_nothing_is_installed(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["evil-driver"])
+    scene.serve(built["evil"], provenance=PROVENANCE)  # pypi-attestations' provenance
+    before = scene.state()
+    done = scene.host("add", "acme-evil-driver")
+    for command in (("load",), ("call", "ping"), ("verify",)):
+        scene.host(*command)
+    assert scene.ran() == []
+    said = _refused(done, "provenance")
+    assert said.startswith("error: acme-evil: provenance: ")
+    assert "attests 'pypi_attestations-0.0.30-py3-none-any.whl' instead" in said
+    _as_before(scene, before)
+
+
+def test_a_module_planted_where_a_driver_installs_is_found_and_the_install_undone(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["weather"])
+    scene.serve(built["lib"])
+    # a module no distribution lists, left where acme-weather installs: pip keeps it, so the
+    # installed tree is not the wheel's, and a load would be refused; add undoes the install
+    package = scene.site / "acme_weather"
+    package.mkdir()
+    (package / "planted.py").write_text(f"open({str(scene.marker)!r}, 'a').write('planted ran')")
+    before = scene.state()
+    said = _refused(scene.host("add", "acme-weather"), "digest")
+    assert "are not those of the wheel that was checked" in said
+    assert "uninstalled acme-weather 1.0.0, acme-lib 1.0.0" in said
+    _as_before(scene, before)
+    for command in (("load",), ("call", "forecast")):
+        scene.host(*command)
+    assert scene.ran() == []
+
+
+# -- an MCP server ---------------------------------------------------------------------------
+
+
+def test_an_mcp_server_distribution_is_added_as_its_table_and_mounted(
+    scene: Scene, built: dict[str, Path]
+) -> None:
+    scene.serve(built["server"])
+    done = scene.host("add", "--server", "acme-clock")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "acme-clock 1.0.0: no provenance: pinned from the downloaded wheel, installed"
+    )
+    # the mcp extra's distributions are the host's: not pinned again
+    (mcp,) = [line for line in done.stdout.splitlines() if line.startswith("mcp ")]
+    assert mcp.endswith(" (needed by acme-clock): provided by mcs-host")
+    assert '\n[mcp_servers.acme-clock]\ndistribution = "acme-clock"\n' in scene.config.read_text()
+    registry = json.loads(scene.registry.read_text())
+    assert registry["mcp_servers"]["acme-clock"] == {"distribution": "acme-clock"}
+    assert list(registry["libraries"]["acme-clock"]["releases"]) == ["1.0.0"]
+    tools = scene.host("tools", "--json")
+    assert tools.returncode == 0, tools.stdout + tools.stderr
+    assert [t["name"] for t in json.loads(tools.stdout)["tools"]] == ["now"]
+
+
+# -- the configuration's text, in this process ------------------------------------------------
+
+
+def test_tables_are_added_as_text_keeping_every_other_line() -> None:
+    text = '# mine\nautoload = true  # keep\n\n[drivers.csv]\nsettings = { root = "~" }'
+    settings = {"quote": 'say "hi"\\', "tab": "a\tb\x7f", "n": [1, 2.5, True], "t": {"k-1": ""}}
+    table = driver_table("weather", "acme_weather", settings, None, ["added"])
+    added = with_tables(text, "config.toml", [table])
+    assert added.startswith(text + "\n\n# added\n[drivers.weather]\n")
+    import tomllib
+
+    read = tomllib.loads(added)
+    assert read["drivers"]["weather"] == {"driver": "acme_weather", "settings": settings}
+    assert read["drivers"]["csv"] == {"settings": {"root": "~"}}
+    # a layout where the table would mean something else is refused, not rewritten
+    with pytest.raises(ConfigError, match="add them by hand"):
+        with_tables("drivers = { csv = {} }\n", "config.toml", [table])
+    with pytest.raises(ConfigError, match="no null"):
+        toml_value({"a": None})
+    with pytest.raises(ConfigError, match="64 bits"):
+        toml_value(2**64)
+
+
+def test_constructor_parameters_are_read_without_running_the_module() -> None:
+    source = b"""
+raise SystemExit("this module never runs")
+
+class Base:
+    def __init__(self, root: str, /, limit: int = 10, *args, mode="r", flag, **kw): ...
+
+class Driver(Base):
+    pass
+"""
+    found = constructor_parameters(source, "Driver")
+    assert found is not None
+    assert [(p.name, p.required, p.default) for p in found] == [
+        ("limit", False, "10"),
+        ("mode", False, '"r"'),
+        ("flag", True, None),
+    ]
+    assert constructor_parameters(b"class Driver(Imported): pass", "Driver") is None
+    assert constructor_parameters(b"def (", "Driver") is None
