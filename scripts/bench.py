@@ -10,7 +10,8 @@ reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a depend
 mcs-host), and flit_core to build the isolation scripts' drivers. Then runs, each in that
 venv, scripts/bench_discovery.py, bench_cli.py,
 bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
-bench_scale.py, bench_wheels.py, bench_import.py, bench_csv.py and bench_streaming.py, and
+bench_scale.py, bench_wheels.py, bench_add.py, bench_import.py, bench_csv.py and
+bench_streaming.py, and
 prints their tables and every budget with its verdict; then the isolation section's:
 bench_isolation_start.py,
 bench_isolation_results.py and bench_isolation_faults.py (``--only main`` or ``--only
@@ -52,6 +53,7 @@ SCRIPTS = {
     "bench_load.py": (["--repeat", "11"], ["--repeat", "3"]),
     "bench_scale.py": (["--repeat", "5"], ["--repeat", "1", "--sizes", "10,100"]),
     "bench_wheels.py": (["--repeat", "7"], ["--repeat", "1"]),
+    "bench_add.py": (["--repeat", "5"], ["--repeat", "1"]),
     "bench_import.py": (["--repeat", "15"], ["--repeat", "3"]),
     "bench_csv.py": (["--mib", "60", "--repeat", "3"], ["--mib", "8", "--repeat", "1"]),
     "bench_streaming.py": (["--mb", "10", "--repeat", "3"], ["--mb", "1", "--repeat", "1"]),

@@ -38,6 +38,7 @@ from mcs_host.loading.config import ConfigError
 from mcs_host.loading.config_tables import (
     constructor_parameters,
     driver_table,
+    imported_from,
     toml_value,
     with_tables,
 )
@@ -748,3 +749,17 @@ class Driver(Base):
     ]
     assert constructor_parameters(b"class Driver(Imported): pass", "Driver") is None
     assert constructor_parameters(b"def (", "Driver") is None
+    # an optional argument named with a leading underscore is private: not offered
+    private = b"class Driver:\n    def __init__(self, *, root='.', _adapter=None, _key): ..."
+    found = constructor_parameters(private, "Driver")
+    assert found is not None
+    assert [p.name for p in found] == ["root", "_key"]
+
+
+def test_a_class_a_package_re_exports_is_traced_to_the_module_that_defines_it() -> None:
+    # as mcs.driver.csv's __init__ re-exports CsvToolDriver from .tooldriver
+    source = b"from .tooldriver import CsvToolDriver\nfrom ..core import Base as Driver\n"
+    assert imported_from(source, "CsvToolDriver") == (".tooldriver", "CsvToolDriver")
+    assert imported_from(source, "Driver") == ("..core", "Base")
+    assert imported_from(b"import tooldriver\nfrom x import *\n", "tooldriver") is None
+    assert imported_from(b"def (", "Driver") is None

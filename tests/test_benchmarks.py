@@ -62,6 +62,23 @@ def test_the_wheels_benchmark_checks_the_numbers_the_driver_computes() -> None:
     ]
 
 
+@pytest.mark.network
+def test_the_add_benchmark_installs_the_same_as_pip_and_checks_the_numbers() -> None:
+    # the script exits non-zero when add and pip install bring different distributions, or
+    # when the added driver's tool answers other numbers
+    section = bench("bench_add.py", "--repeat", "1")
+    rows = [row.split(" | ")[0] for row in section["markdown"][2:6]]
+    assert rows == [
+        "| `pip install acme-stats`",
+        "| `mcs-host add acme-stats`: each verified, pinned, installed",
+        rows[2],
+        "| `mcs-host lock acme_stats` of the same, into a new registry",
+    ]
+    assert rows[2].startswith("| `mcs-host verify` of the driver and its closure (")
+    assert "numpy" in section["markdown"][-1]
+    assert "pandas" in section["markdown"][-1]
+
+
 def test_the_digest_benchmark_reports_both_budgets() -> None:
     section = bench("bench_digest.py", "--large-mib", "1", "--small-files", "20", "--repeat", "1")
     assert {b["unit"] for b in section["budgets"]} == {"x", " µs"}

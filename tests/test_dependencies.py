@@ -191,38 +191,41 @@ def test_an_unpinned_dependency_is_refused_unless_the_policy_asks_to_report_it(
     ), warnings
 
 
+@pytest.mark.parametrize("mount", ["declares", "calc"])
 def test_an_unpinned_dependency_never_runs_by_default_and_its_fix_line_makes_it_load(
-    scene: dict[str, Any], tmp_path: Path
+    scene: dict[str, Any], tmp_path: Path, mount: str
 ) -> None:
+    # "calc" mounts the driver labelled declares under a label of the user's own
     registry = tmp_path / "registry.json"  # the driver pinned, its library not
     registry.write_text((scene["root"] / "drivers-only.json").read_text())
     config = tmp_path / "mcs-host.toml"
-    config.write_text(f"registries = [{str(registry)!r}]\n")
+    table = f'[drivers.{mount}]\ndriver = "declares"\n' if mount != "declares" else ""
+    config.write_text(f"registries = [{str(registry)!r}]\n{table}")
     for marker in scene["markers"].iterdir():
         marker.unlink()
 
-    def load_declares() -> tuple[int, str]:
+    def load_mount() -> tuple[int, str]:
         done = scene["venv"].run(
-            "mcs-host", "load", "declares", "--config", config,
+            "mcs-host", "load", mount, "--config", config,
             env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
         )  # fmt: skip
         return done.returncode, done.stdout
 
-    code, out = load_declares()
+    code, out = load_mount()
     assert code == 1
-    assert "declares: unverified-dependency: dependency helper-lib 1.0.0 is unverified" in out
+    assert f"{mount}: unverified-dependency: dependency helper-lib 1.0.0 is unverified" in out
     assert not {"declares", "helper-lib"} & ran(scene)  # neither the driver nor its library
     (line,) = [line for line in out.splitlines() if line.startswith("  fix: ")]
     command = shlex.split(line.split("`")[1])  # the one command it names, as printed
     assert command == [
-        "mcs-host", "lock", "declares", "--registry", str(registry), "--config", str(config)
+        "mcs-host", "lock", mount, "--registry", str(registry), "--config", str(config)
     ]  # fmt: skip
     done = scene["venv"].run(*command)
     assert done.returncode == 0, done.stderr
-    code, out = load_declares()
+    code, out = load_mount()
     assert code == 0, out
-    (row,) = [line.split() for line in out.splitlines() if line.startswith("declares ")]
-    assert row[:6] == ["declares", "declares", "declares-driver", "1.0.0", "mounted", "pinned"]
+    (row,) = [line.split() for line in out.splitlines() if line.startswith(f"{mount} ")]
+    assert row[:6] == [mount, "declares", "declares-driver", "1.0.0", "mounted", "pinned"]
     assert "WARNING" not in out  # nothing unverified ran
     assert {"declares", "helper-lib"} <= ran(scene)
 

@@ -187,15 +187,17 @@ def lock_drivers(
     declared = parse_pairs(declare, "--declare")
     id_pairs = parse_ids(ids)
     settings = options.host_config() if labels else None  # the MCP servers a label may name
+    # discovered once, when labels need it; a label a registry declares (no entry point)
+    # brings its distribution, object and id from there
+    installed = _candidates(options.path) if labels and not wheel else None
+    if settings is not None and installed is not None:
+        labels = [_mounted_driver(name, settings, installed) for name in labels or ()]
     asked = _Asked(
         tuple(labels or ()),
         tuple(plugin or ()),
         _server_targets(settings, server or ()),
         _again(registry, options, trust, replace, ids, publisher_keys),
     )
-    # discovered once, when labels need it; a label a registry declares (no entry point)
-    # brings its distribution, object and id from there
-    installed = _candidates(options.path) if labels and not wheel else None
     if settings is not None and installed is not None:
         found = _declared(asked.labels, installed, current, settings, declared)
         _refuse_declared(asked, installed, current, settings, found, distribution, options.path)
@@ -264,6 +266,16 @@ def _check_given(trust: str, publisher_keys: Sequence[str]) -> None:
             PublicKey.parse(key)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--publisher-key") from None
+
+
+def _mounted_driver(label: str, settings: HostConfig, installed: _Installed) -> str:
+    """The driver ``label`` names: itself, or, when nothing installed has that label, the
+    driver its configuration table mounts under it (``[drivers.stats] driver = "acme_stats"``),
+    so a fix line that names the mount's label pins what the mount runs."""
+    if any(c.label == label for c in (*installed.drivers, *installed.plugins)):
+        return label
+    table = settings.drivers.get(label)
+    return table.driver if table is not None and table.driver else label
 
 
 def _current(target: str) -> Registry:

@@ -31,7 +31,14 @@ from mcs_host.trust.release import Release
 from .add_records import AddError, AddRequest, WrittenTable
 from .add_sources import Source
 from .config import ConfigError
-from .config_tables import Table, constructor_parameters, driver_table, parsed, server_table
+from .config_tables import (
+    Table,
+    constructor_parameters,
+    driver_table,
+    imported_from,
+    parsed,
+    server_table,
+)
 from .config_tables import with_tables as _with_tables
 
 # used by mcs-host add: Ships, config_after, drivers_of, how, server_of, tables_for,
@@ -193,21 +200,46 @@ def _named(table: object, label: str, kind: str) -> str | None:
     return normalize_name(distribution) if isinstance(distribution, str) else None
 
 
+_REEXPORTS = 4
+"""How many ``from MODULE import NAME`` re-exports :func:`_parameters` follows to the class."""
+
+
 def _parameters(target: Source, value: str) -> Sequence[Any] | None:
     """The keyword parameters of the driver ``value``'s constructor, read from the checked
-    wheel's module source; ``None`` when they cannot be read."""
+    wheel's module source (following the imports by which a module of the wheel re-exports
+    the class, as ``mcs.driver.csv`` does ``CsvToolDriver`` from ``.tooldriver``); ``None``
+    when they cannot be read."""
     module, _, attribute = value.partition(":")
+    module, name = module.strip(), attribute.strip().split(".")[0]
     digest = target.release.scan.digest
     listed = {e.path for e in digest.entries} if digest is not None else set()
-    files, problem = resolve_module(module.strip(), listed)
-    if problem is not None or not files or not files[-1].endswith(".py"):
-        return None
-    try:
-        with zipfile.ZipFile(target.wheel) as archive:
-            source = archive.read(files[-1])
-    except (KeyError, OSError, zipfile.BadZipFile):
-        return None
-    return constructor_parameters(source, attribute.strip().split(".")[0])
+    for _ in range(_REEXPORTS + 1):
+        files, problem = resolve_module(module, listed)
+        if problem is not None or not files or not files[-1].endswith(".py"):
+            return None
+        try:
+            with zipfile.ZipFile(target.wheel) as archive:
+                source = archive.read(files[-1])
+        except (KeyError, OSError, zipfile.BadZipFile):
+            return None
+        found = constructor_parameters(source, name)
+        origin = imported_from(source, name) if found is None else None
+        if origin is None:
+            return found
+        module = _absolute(origin[0], module, files[-1].endswith("/__init__.py"))
+        name = origin[1]
+    return None
+
+
+def _absolute(imported: str, importer: str, package: bool) -> str:
+    """The module ``imported`` names (``..sub``: relative) when ``importer`` imports it
+    (``package``: ``importer`` is a package's ``__init__``)."""
+    dots = len(imported) - len(imported.lstrip("."))
+    if not dots:
+        return imported
+    parts = importer.split(".") if package else importer.split(".")[:-1]
+    base = parts[: len(parts) - (dots - 1)] if dots - 1 <= len(parts) else []
+    return ".".join([*base, imported[dots:]] if imported[dots:] else base)
 
 
 def config_after(text: str, path: str, tables: Sequence[Table], release: Release) -> str:

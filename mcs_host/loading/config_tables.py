@@ -5,8 +5,9 @@ the file holds: every other line and comment is kept byte for byte, and the resu
 back and must be the old settings plus exactly these tables (a file whose layout would make
 them mean something else, such as an inline ``drivers = {...}``, is refused rather than
 rewritten). :func:`constructor_parameters` reads a driver class's keyword parameters from its
-module's source with :mod:`ast`: no driver code is imported or run. Standard library only,
-but for the models that check a table.
+module's source with :mod:`ast`, and :func:`imported_from` where a module imports a class it
+re-exports: no driver code is imported or run. Standard library only, but for the models that
+check a table.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from pydantic import ValidationError
 
 from .config import ConfigError, DriverSettings, MCPServerSettings
 
-# used by mcs-host add: Parameter, Table, constructor_parameters, driver_table, parsed,
-# server_table, toml_value, with_tables
+# used by mcs-host add: Parameter, Table, constructor_parameters, driver_table,
+# imported_from, parsed, server_table, toml_value, with_tables
 __all__: list[str] = []
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -238,8 +239,28 @@ def constructor_parameters(source: bytes, class_name: str) -> tuple[Parameter, .
     return None
 
 
+def imported_from(source: bytes, name: str) -> tuple[str, str] | None:
+    """Where a module's ``source`` takes the name ``name`` from when a top-level ``from MODULE
+    import ORIGINAL [as name]`` binds it (as a package's ``__init__.py`` re-exports its driver
+    class): ``(MODULE, ORIGINAL)``, ``MODULE`` with the leading dots of a relative import;
+    ``None`` when no such import binds it. Read with :mod:`ast`, never run."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name and alias.name != "*":
+                    found = ("." * node.level + (node.module or ""), alias.name)
+    return found
+
+
 def _parameters(arguments: ast.arguments) -> tuple[Parameter, ...]:
-    """The parameters a caller may pass by keyword (``self`` and positional-only left out)."""
+    """The parameters a caller may pass by keyword (``self`` and positional-only left out, and
+    an optional one whose name starts with ``_``: private by convention, such as a test's
+    injected adapter)."""
     positional = list(arguments.posonlyargs) + list(arguments.args)
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults))
     defaults += list(arguments.defaults)
@@ -252,7 +273,7 @@ def _parameters(arguments: ast.arguments) -> tuple[Parameter, ...]:
         Parameter(arg.arg, default is None, _default(default))
         for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
     ]
-    return tuple(found)
+    return tuple(p for p in found if p.required or not p.name.startswith("_"))
 
 
 def _default(node: ast.expr | None) -> str | None:
