@@ -2,8 +2,9 @@
 
     python3.11 scripts/demo.py
 
-Creates .venv (if missing), installs mcs-host and the drivers in plugins/ into it the way a
-user would (pip, not editable), then runs in it:
+Creates .venv (if missing), installs mcs-host (with its ``mcp`` extra, for ``serve``, and its
+``attest`` extra, for ``add``) and the drivers in plugins/ into it the way a user would (pip,
+not editable), then runs in it:
 
 - ``mcs-host list``: discovery from installed metadata and what verification says of each,
   no driver imported;
@@ -65,7 +66,7 @@ def main() -> int:
     # pip's own progress (what it collects, download bars) on a terminal; quiet when piped
     shown = [] if sys.stdout.isatty() else ["-q", "--progress-bar", "off"]
     plugins = (p.relative_to(ROOT) for p in PLUGINS)
-    run(python, "-m", "pip", "install", *shown, ".[mcp]", *plugins)
+    run(python, "-m", "pip", "install", *shown, ".[mcp,attest]", *plugins)
     mcs_host = VENV / "bin" / "mcs-host"
     run(mcs_host, "--version")
     run(mcs_host, "list", "--registry", "registry.json")

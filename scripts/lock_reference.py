@@ -15,6 +15,11 @@ native code (``charset-normalizer``) has a wheel per Python and platform: the ot
 ``BUILDS`` (CPython 3.11 to 3.13 on Linux x86_64 and aarch64, and its pure-Python wheel where
 there is one) are pinned beside it as builds of the same version (``lock --build``), so any of
 them verifies. Install the same versions (``REQUIREMENTS``) to use them.
+
+Then it writes the catalog mcs-host ships, ``mcs_host/trust/catalog.json``: the entries of
+registry.json for these drivers and libraries, as they are there (``mcs-host add`` reads it;
+tests/test_catalog.py holds the two equal). ``--catalog`` writes only the catalog, from
+registry.json as it is, with no download.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "registry.json"
+CATALOG = ROOT / "mcs_host" / "trust" / "catalog.json"
 
 DRIVERS = {
     # label: (distribution==version, object, id of its DriverMeta)
@@ -80,6 +87,12 @@ NOTES = {
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--catalog"]:
+        _write_catalog()
+        return 0
+    if sys.argv[1:]:
+        print("usage: python scripts/lock_reference.py [--catalog]", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [
@@ -125,7 +138,25 @@ def main() -> int:
         if label in UNDECLARED:
             entry["requires"] = UNDECLARED[label]
     REGISTRY.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    _write_catalog()
     return 0
+
+
+def catalog(document: dict[str, Any]) -> dict[str, Any]:
+    """The catalog mcs-host ships, from registry.json's ``document``: its entries for the
+    drivers of ``DRIVERS`` and the libraries of ``LIBRARIES``, each whole."""
+    ids = [driver_id for _, _, driver_id in DRIVERS.values()]
+    names = sorted({spec.split("==")[0] for spec in LIBRARIES})
+    return {
+        "format": document["format"],
+        "drivers": {i: document["drivers"][i] for i in sorted(ids)},
+        "libraries": {name: document["libraries"][name] for name in names},
+    }
+
+
+def _write_catalog() -> None:
+    document = catalog(json.loads(REGISTRY.read_text()))
+    CATALOG.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def _pin_builds(requirements: list[str], directory: Path) -> None:

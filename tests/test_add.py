@@ -16,6 +16,7 @@ may find.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -24,13 +25,14 @@ import pty
 import select
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, vendor_into_wheel
-from hostrun import driver_project
+from hostrun import driver_project, pin
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
 
@@ -681,6 +683,210 @@ def test_a_module_planted_where_a_driver_installs_is_found_and_the_install_undon
     for command in (("load",), ("call", "forecast")):
         scene.host(*command)
     assert scene.ran() == []
+
+
+# -- the catalog mcs-host ships ----------------------------------------------------------------
+# acme-ref stands for a published reference driver: no entry point, a library it imports
+# without declaring it (as mcs-driver-filesystem imports mcs-adapter-localfs), both declared
+# and pinned by a catalog as mcs-host's catalog.json declares and pins the real ones. add is run
+# through its engine function in the venv, given this catalog (its test-only parameter: no
+# command, option or environment variable names another catalog).
+
+REF_ID = "a11d0000-0000-4000-8000-0000000000ef"
+REF = """\
+import acme_ref_lib
+from mcs_host import MCSToolDriver, Tool
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def __init__(self, *, greeting: str = "hello") -> None:
+        self.greeting = greeting
+
+    def list_tools(self):
+        return [Tool(name="greet", description="Say the greeting.")]
+
+    def execute_tool(self, tool_name, arguments):
+        return f"{self.greeting} from {acme_ref_lib.WHO}"
+"""
+PAYLOAD = 'open({marker!r}, "a").write("tampered {name} ran\\n")\n'
+ENGINE = """\
+import dataclasses, json, sys
+from pathlib import Path
+from mcs_host.loading.add_records import AddError, AddRequest
+from mcs_host.loading.adding import add
+from mcs_host.loading.config import user_config_path
+from mcs_host.trust.registry import Registry, user_registry_path
+
+catalog = Registry.model_validate_json(Path(sys.argv[1]).read_bytes())
+declared = Registry.model_validate_json(Path(sys.argv[3]).read_bytes()) if sys.argv[3:] else None
+request = AddRequest(
+    requirement=sys.argv[2],
+    registry=sys.argv[4] if sys.argv[4:] else user_registry_path(),
+    config=sys.argv[5] if sys.argv[5:] else user_config_path(),
+    settings={"greeting": "hi"},
+    declared=dict(declared.drivers) if declared else {},
+)
+try:
+    added = add(request, catalog=catalog)
+except AddError as error:
+    said = {"step": error.step, "reason": error.reason, "message": str(error), "fix": error.fix}
+    print(json.dumps({"refused": said}))
+    sys.exit(2)
+print(json.dumps({"distributions": [dataclasses.asdict(d) for d in added.distributions]}))
+"""
+
+
+def _tampered(wheel: Path, member: str, payload: str, out: Path) -> Path:
+    """A copy of ``wheel`` in ``out``, of the same name, with ``payload`` put before the text
+    of ``member`` and its RECORD line made to match: a whole wheel of other files."""
+    with zipfile.ZipFile(wheel) as original:
+        members = {info.filename: original.read(info) for info in original.infolist()}
+    (record,) = [name for name in members if name.endswith(".dist-info/RECORD")]
+    members[member] = payload.encode() + members[member]
+    data = members[member]
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    rows = [
+        f"{member},sha256={digest},{len(data)}" if row.startswith(f"{member},") else row
+        for row in members[record].decode().splitlines()
+    ]
+    members[record] = ("\n".join(rows) + "\n").encode()
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out / wheel.name, "w", zipfile.ZIP_DEFLATED) as copy:
+        for name in sorted(members, key=lambda n: (n == record, n)):
+            copy.writestr(name, members[name])
+    return out / wheel.name
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, built: dict[str, Path]) -> dict[str, Path]:
+    """acme-ref and acme-ref-lib 1.0.0, a tampered copy of each (its code writes the marker),
+    and ``catalog``: a catalog declaring the driver and pinning both real wheels."""
+    root = tmp_path_factory.mktemp("reference")
+    marker = built["marker"]
+    project = driver_project("acme-ref", marker, REF_ID)
+    files = {**project.files, "acme_ref/__init__.py": REF}
+    project = dataclasses.replace(project, files=files, entry_points={})
+    lib = Project("acme-ref-lib", files={"acme_ref_lib/__init__.py": 'WHO = "acme"\n'})
+    wheels = {
+        "ref": build_wheel(project.write(root / "src"), root / "wheels"),
+        "ref-lib": build_wheel(lib.write(root / "src"), root / "wheels"),
+    }
+    for name, module in (("ref", "acme_ref"), ("ref-lib", "acme_ref_lib")):
+        payload = PAYLOAD.format(marker=str(marker), name=name)
+        tampered = _tampered(wheels[name], f"{module}/__init__.py", payload, root / name)
+        wheels[f"tampered-{name}"] = tampered
+    driver = {
+        "distribution": "acme-ref",
+        "label": "ref",
+        "object": "acme_ref:Driver",
+        "requires": ["acme-ref-lib"],
+        "trust": "reference",
+        "security_notes": ["Greets; reads nothing."],
+        "releases": {"1.0.0": pin(wheels["ref"])},
+    }
+    library = {"trust": "reference", "releases": {"1.0.0": pin(wheels["ref-lib"])}}
+    catalog = Registry.model_validate(
+        {
+            "format": REGISTRY_FORMAT,
+            "drivers": {REF_ID: driver},
+            "libraries": {"acme-ref-lib": library},
+        }
+    )
+    wheels["catalog"] = root / "catalog.json"
+    wheels["catalog"].write_text(catalog.dump())
+    return wheels
+
+
+def _engine(scene: Scene, catalog: Path, *args: str | Path) -> tuple[int, dict[str, Any]]:
+    """``add(AddRequest(NAME, ...), catalog=catalog)`` in the venv, as ``mcs-host add NAME
+    --settings greeting=hi`` runs it: its exit code and what it said."""
+    done = subprocess.run(
+        [str(scene.venv.python), "-I", "-c", ENGINE, str(catalog), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=scene._env(),
+        cwd=scene.root,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
+    assert done.stdout, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, document
+
+
+def test_a_driver_the_catalog_declares_is_added_held_to_its_pins_and_called(
+    scene: Scene, reference: dict[str, Path]
+) -> None:
+    scene.serve(reference["ref"], reference["ref-lib"])
+    code, said = _engine(scene, reference["catalog"], "acme-ref")
+    assert code == 0, said
+    rows = {row["distribution"]: row for row in said["distributions"]}
+    assert rows["acme-ref"]["how"] == "no-provenance"
+    assert rows["acme-ref"]["shipped"] == "reference"
+    assert rows["acme-ref-lib"]["needed_by"] == "acme-ref"  # the catalog says it needs it
+    assert (rows["acme-ref-lib"]["installed"], rows["acme-ref-lib"]["shipped"]) == (
+        True,
+        "reference",
+    )
+    assert scene.ran() == []
+    # the user's registry holds the pins, the catalog's declaration, notes and trust label: a
+    # load reads only it
+    catalog = Registry.model_validate_json(reference["catalog"].read_text())
+    registry = Registry.model_validate_json(scene.registry.read_text())
+    entry = registry.drivers[REF_ID]
+    assert (entry.label, entry.object, entry.requires) == (
+        "ref",
+        "acme_ref:Driver",
+        ("acme-ref-lib",),
+    )
+    assert (entry.trust, entry.security_notes) == ("reference", ("Greets; reads nothing.",))
+    assert entry.releases["1.0.0"].digest == catalog.drivers[REF_ID].releases["1.0.0"].digest
+    assert registry.libraries["acme-ref-lib"].trust == "reference"
+    assert '[drivers.ref]\nsettings = { greeting = "hi" }\n' in scene.config.read_text()
+    called = scene.host("call", "greet")
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert called.stdout.strip() == "hi from acme"
+    # a registry the configuration reads declares it too: that declaration wins
+    mine = scene.root / "mine.json"
+    declared = {"distribution": "acme-ref", "label": "mine", "object": "acme_ref:Driver"}
+    mine.write_text(json.dumps({"format": REGISTRY_FORMAT, "drivers": {REF_ID: declared}}))
+    other = scene.root / "other"
+    args = (mine, other / "registry.json", other / "config.toml")
+    code, said = _engine(scene, reference["catalog"], "acme-ref", *args)
+    assert code == 0, said
+    assert "\n[drivers.mine]\n" in (other / "config.toml").read_text()
+    written = Registry.model_validate_json((other / "registry.json").read_text()).drivers[REF_ID]
+    # its files are still the catalog's pin: the new entry has the pin's trust label, and
+    # only what the winning declaration says it needs
+    assert (written.label, written.trust, written.requires) == ("mine", "reference", ())
+
+
+@pytest.mark.parametrize("tampered", ["ref", "ref-lib"])
+def test_a_release_of_other_files_than_the_catalogs_pin_never_runs_and_nothing_changes(
+    scene: Scene, reference: dict[str, Path], tampered: str
+) -> None:
+    real = {"ref": reference["ref"], "ref-lib": reference["ref-lib"]}
+    scene.serve(*{**real, tampered: reference[f"tampered-{tampered}"]}.values())
+    before = scene.state()
+    code, said = _engine(scene, reference["catalog"], "acme-ref")
+    for command in (("load",), ("call", "greet"), ("verify",)):
+        scene.host(*command)
+    assert scene.ran() == []
+    assert code == 2, said
+    refused = said["refused"]
+    assert (refused["step"], refused["reason"]) == ("pin", "digest-mismatch")
+    name = {"ref": "acme-ref", "ref-lib": "acme-ref-lib"}[tampered]
+    other, shipped = (pin(reference[k])["digest"] for k in (f"tampered-{tampered}", tampered))
+    assert (
+        f"{name} 1.0.0 is not the release mcs-host ships a pin of: the downloaded wheel's files "
+        f"are {other}, the pin mcs-host ships (reference) is {shipped}" in refused["message"]
+    )
+    assert "do not install it" in refused["fix"]
+    _as_before(scene, before)
 
 
 # -- an MCP server ---------------------------------------------------------------------------

@@ -122,14 +122,15 @@ class Scene:
         )
         return document
 
-    def host(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        """``mcs-host ARGS`` in the venv, as ``add`` ran (no terminal)."""
+    def host(self, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """``mcs-host ARGS`` in the venv, as ``add`` ran (no terminal), in ``cwd`` (default:
+        the scene's root)."""
         return subprocess.run(
             [str(self.venv.bin / "mcs-host"), *map(str, args)],
             capture_output=True,
             text=True,
             env=self.env,
-            cwd=self.root,
+            cwd=cwd or self.root,
             stdin=subprocess.DEVNULL,
             timeout=600,
             check=False,
@@ -388,6 +389,84 @@ def test_the_reference_drivers_are_served_to_the_sdk_client_started_elsewhere(
 
 def _text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
+
+
+# -- the README's first path: init, then add by name, verified by the catalog mcs-host ships ----
+
+
+@pytest.fixture(scope="module")
+def readme(
+    tmp_path_factory: pytest.TempPathFactory,
+    wheelhouse: Path,
+    uv_cache: Path,
+    pip_cache: Path,
+) -> tuple[Scene, Path, dict[str, subprocess.CompletedProcess[str]]]:
+    """The README's commands in a venv holding mcs-host, with a fresh HOME and no registry
+    named anywhere: ``mcs-host init``, then ``mcs-host add mcs-driver-csv --settings
+    base_dir=DIR`` (no version: the index's newest); the scene, DIR, and what each said."""
+    root = tmp_path_factory.mktemp("readme")
+    venv = _venv(root, wheelhouse, uv_cache)
+    home = root / "home"
+    home.mkdir()
+    data = root / "data"
+    data.mkdir()
+    (data / "pets.csv").write_text("name,kind,age\nRex,dog,3\nTom,cat,5\nBo,dog,7\n")
+    scene = Scene(root, venv, home, _environment(venv, home, pip_cache, dict(os.environ)), {})
+    said = {"init": scene.host("init")}
+    said["add"] = scene.host("add", "mcs-driver-csv", "--settings", f"base_dir={data}")
+    return scene, data, said
+
+
+def test_after_init_a_reference_driver_is_added_by_name_held_to_the_pins_mcs_host_ships(
+    readme: tuple[Scene, Path, dict[str, subprocess.CompletedProcess[str]]],
+) -> None:
+    scene, data, said = readme
+    assert said["init"].returncode == 0, said["init"].stderr
+    added = said["add"]
+    assert added.returncode == 0, added.stdout + added.stderr
+    # mcs-driver-csv ships no entry point and the user's registry is empty: the catalog
+    # declares it, and the wheel the index served is the one it pins, as are its libraries'
+    spec, _, driver_id = DRIVERS["mcs-csv"]
+    lines = added.stdout.splitlines()
+    assert lines[0] == (
+        f"{spec.replace('==', ' ')}: matches the pin mcs-host ships (reference), installed"
+    )
+    for library in ("mcs-driver-core", "mcs-adapter-localfs"):
+        (line,) = [x for x in lines if x.startswith(f"{library} ")]
+        assert line.endswith(
+            "(needed by mcs-driver-csv): matches the pin mcs-host ships (reference), installed"
+        ), line
+    assert f"wrote [drivers.mcs-csv] in {scene.config}" in lines
+    # the registry it wrote is the one a load reads; the table it wrote is the first one
+    assert "note: a load with" not in added.stderr
+    assert f"note: {scene.config} names drivers now, so only those it names mount" in (added.stderr)
+    # the pins, declaration, notes and trust label are in the user's own registry
+    published = json.loads(REGISTRY.read_text())["drivers"][driver_id]
+    entry = scene.registry["drivers"][driver_id]
+    assert (entry["label"], entry["object"], entry["trust"]) == (
+        "mcs-csv",
+        published["object"],
+        "reference",
+    )
+    assert entry["security_notes"] == published["security_notes"]
+    (version,) = published["releases"]
+    assert entry["releases"][version]["digest"] == published["releases"][version]["digest"]
+    assert f'\n[drivers.mcs-csv]\nsettings = {{ base_dir = "{data}" }}\n' in (
+        scene.config.read_text()
+    )
+    # a call from another directory mounts it with the default policy, from the user's files
+    elsewhere = scene.root / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    called = scene.host("call", "read_csv_head", "path=pets.csv", "limit=2", cwd=elsewhere)
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert json.loads(called.stdout) == [
+        {"name": "Rex", "kind": "dog", "age": "3"},
+        {"name": "Tom", "kind": "cat", "age": "5"},
+    ]
+    installed = scene.host("install", "claude-desktop", cwd=elsewhere)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    client = scene.home / ".config" / "Claude" / "claude_desktop_config.json"
+    assert "mcs-host" in json.loads(client.read_text())["mcpServers"]
 
 
 # -- a driver that needs numpy and pandas ------------------------------------------------------

@@ -234,8 +234,13 @@ def _line(row: AddedDistribution) -> str:
         name += f" (needed by {row.needed_by})"
     if row.how == "attested":
         how = f"attested by {row.publisher} (log index {row.log_index})"
+    elif row.shipped is not None:  # what matches a pin mcs-host ships was not pinned on trust
+        how = "installed already: " if row.how == "installed" else ""
     else:
         how = _HOW[row.how]
+    if row.shipped is not None:
+        how += f"{', ' if row.how == 'attested' else ''}matches the pin mcs-host ships "
+        how += f"({row.shipped})"
     if row.replaced is not None:
         how += f", installed in place of {row.replaced}"
     elif row.installed:
@@ -263,6 +268,7 @@ def _report(added: Added, as_json: bool) -> None:
                 "digest": row.digest,
                 "installed": row.installed,
                 "replaced": row.replaced,
+                "shipped": row.shipped,
             }
             for row in added.distributions
         ],

@@ -390,6 +390,9 @@ class AddedRelease(TypedDict):
     """Whether ``add`` installed it (else it was installed already)."""
     replaced: str | None
     """The version it replaced, when another one was installed."""
+    shipped: Literal["verified", "reference", "community"] | None
+    """The trust label of the pin mcs-host ships (its catalog) that its files match; null
+    when the catalog pins no release of its version."""
 
 
 class AddedTable(TypedDict):

@@ -1,7 +1,8 @@
 """What a distribution ``mcs-host add`` adds offers, and the configuration tables that name it.
 
 :func:`drivers_of` finds the drivers a wheel ships (its entry points, else the drivers a
-registry declares for it, as the reference drivers are declared), :func:`server_of` the console
+registry declares for it, else those the catalog mcs-host ships declares, as it declares the
+reference drivers), :func:`server_of` the console
 script an MCP server distribution serves; :func:`tables_for` makes the ``[drivers.<label>]``
 or ``[mcp_servers.<label>]`` tables, offering a driver's constructor parameters read from the
 checked wheel's module source (never imported), and refuses a label the configuration gives
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mcs_host.discovery import (
     parse_entry_points,
 )
 from mcs_host.trust.digest import resolve_module
-from mcs_host.trust.registry import Registry
+from mcs_host.trust.registry import DriverEntry, Registry
 from mcs_host.trust.release import Release
 
 from .add_records import AddError, AddRequest, WrittenTable
@@ -63,32 +64,44 @@ class Ships:
     named_script: bool = False
     """Whether the table names the script (the distribution has several)."""
     notes: tuple[str, ...] = ()
+    shipped: Mapping[str, DriverEntry] = field(default_factory=dict)
+    """Label -> the catalog's entry, for each driver the catalog mcs-host ships declares (its
+    trust label, notes and what it needs go into the entry ``add`` writes)."""
 
 
-def drivers_of(release: Release, request: AddRequest, registry: Registry) -> Ships:
-    """The drivers ``release`` ships, or those a registry declares for it; refused when it
-    has none."""
+def drivers_of(
+    release: Release, request: AddRequest, registry: Registry, catalog: Registry
+) -> Ships:
+    """The drivers ``release`` ships, or those a registry declares for it (the user's, and
+    those the configuration reads), else those ``catalog`` declares; refused when it has
+    none."""
     name, project = release.distribution, release.project
     drivers = list(release.points(ENTRY_POINT_GROUP))
-    entries = {**request.declared, **registry.drivers}
+    entries = _of(project, {**request.declared, **registry.drivers})
+    from_catalog = not entries
+    entries = entries or _of(project, catalog.drivers)
     declared: dict[str, str] = {}
     ids: dict[str, str] = {}
-    undeclared = [r for e in entries.values() if e.distribution == project for r in e.requires]
+    shipped: dict[str, DriverEntry] = {}
+    undeclared = [r for e in entries.values() for r in e.requires]
     if not drivers:
         listed = {e.path for e in release.scan.digest.entries} if release.scan.digest else set()
         for driver_id, entry in entries.items():
-            if entry.distribution != project or entry.group != ENTRY_POINT_GROUP:
+            if entry.group != ENTRY_POINT_GROUP:
                 continue
             if not entry.object or resolve_module(entry.object.partition(":")[0], listed)[1]:
                 continue
             drivers.append((entry.label, entry.object))
             declared[entry.label], ids[entry.label] = entry.object, driver_id
+            if from_catalog:
+                shipped[entry.label] = entry
     if not drivers:
         raise AddError(
             name,
             "pin",
             f"{name} {release.version} ships no driver (no entry point in {ENTRY_POINT_GROUP}), "
-            "and no registry this reads declares one for it",
+            "and neither a registry this reads nor the catalog mcs-host ships declares one for "
+            "it",
             f"a library a driver needs is added with that driver (or pinned once installed: "
             f"`mcs-host lock --distribution {project}`); an MCP server: `mcs-host add --server "
             f"{project}`",
@@ -106,7 +119,12 @@ def drivers_of(release: Release, request: AddRequest, registry: Registry) -> Shi
         f"`mcs-host lock --plugin {label} --distribution {project}` pins it"
         for label, _ in release.points(PLUGIN_GROUP)
     )
-    return Ships(tuple(drivers), declared, ids, tuple(undeclared), notes=notes)
+    return Ships(tuple(drivers), declared, ids, tuple(undeclared), notes=notes, shipped=shipped)
+
+
+def _of(project: str, entries: Mapping[str, DriverEntry]) -> dict[str, DriverEntry]:
+    """The entries (by id) of ``entries`` that declare a driver of ``project``."""
+    return {i: e for i, e in entries.items() if e.distribution == project}
 
 
 def server_of(release: Release, wheel: Path, request: AddRequest) -> Ships:
@@ -142,14 +160,15 @@ def server_of(release: Release, wheel: Path, request: AddRequest) -> Ships:
 
 
 def tables_for(
-    target: Source, ships: Ships, request: AddRequest, text: str
+    target: Source, ships: Ships, request: AddRequest, text: str, shipped: str | None = None
 ) -> tuple[list[Table], tuple[WrittenTable, ...]]:
     """The tables to write, and those the configuration has already (kept); an
-    :class:`AddError` when a label is taken by something else."""
+    :class:`AddError` when a label is taken by something else. ``shipped``: the trust label
+    of the catalog's pin the release matches, said in the tables' comment."""
     settings = parsed(text, request.config)
     drivers, servers = settings.get("drivers", {}), settings.get("mcp_servers", {})
     release = target.release
-    said = how(target)
+    said = how(target, shipped)
     comment = (f"{release.distribution} {release.version}, added by mcs-host add ({said})",)
     tables: list[Table] = []
     kept: list[WrittenTable] = []
@@ -258,11 +277,14 @@ def names(table: Table) -> str:
     return str(table.values.get("driver") or table.values.get("distribution") or table.label)
 
 
-def how(source: Source) -> str:
-    """How ``source`` was verified, in a few words."""
+def how(source: Source, shipped: str | None = None) -> str:
+    """How ``source`` was verified, in a few words (``shipped``: the trust label of the pin
+    mcs-host ships that its files match)."""
+    matches = f"matches the pin mcs-host ships ({shipped})" if shipped is not None else None
     if source.verified is None:
-        return "no provenance: pinned from the downloaded wheel"
-    return f"attested by {source.verified.identity}"
+        return matches or "no provenance: pinned from the downloaded wheel"
+    attested = f"attested by {source.verified.identity}"
+    return f"{attested}, {matches}" if matches else attested
 
 
 def autoload_note(text: str, path: str, tables: Sequence[Table]) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from mcs_host.trust.publishers import PublisherIdentity
-    from mcs_host.trust.registry import DriverEntry
+    from mcs_host.trust.registry import DriverEntry, TrustLabel
 
 # used by mcs-host add: AddError, AddRequest, Added, AddedDistribution, Confirmation, Step,
 # WrittenTable
@@ -138,6 +138,9 @@ class AddedDistribution:
     """Whether this add installed it (else it was installed already)."""
     replaced: str | None = None
     """The version it replaced, when it was installed at another one."""
+    shipped: TrustLabel | None = None
+    """The trust label of the pin mcs-host ships (its catalog) that its files match
+    (``reference``); ``None`` when the catalog pins no release of its version."""
 
 
 @dataclass(frozen=True, slots=True)

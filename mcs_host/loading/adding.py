@@ -4,7 +4,8 @@ and configured driver (or MCP server), all or nothing.
 :func:`add` runs the stages top to bottom: the wheel is downloaded by the user's own pip and
 pinned from its bytes, and its PEP 740 provenance verified by add's rules of identity
 (:mod:`.add_sources`); what it needs is resolved by pip, downloaded and verified likewise
-(:mod:`.add_closure`); the registry with every pin, and the configuration with its table
+(:mod:`.add_closure`); each of them whose version the catalog mcs-host ships pins must be that
+pin's files (:mod:`.add_catalog`); the registry with every pin, and the configuration with its table
 (:mod:`.config_tables`), are made in memory and checked. Only then does anything change
 (:mod:`.add_install`), and a failure there undoes it. No code of what is added runs: pip only
 downloads and installs wheels, and the constructor's parameters are read from the entry
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,16 +35,19 @@ from mcs_host._reasons import REASONS, Subject
 from mcs_host.discovery import normalize_name
 from mcs_host.trust import _origins
 from mcs_host.trust.attested import attest, refuse_unattested
+from mcs_host.trust.catalog import shipped_catalog
 from mcs_host.trust.downloading import PipConfig, PipError, pip_config
 from mcs_host.trust.registry import (
     REGISTRY_FORMAT,
     MCPServerEntry,
     Registry,
     RegistryError,
+    TrustLabel,
     is_envelope,
 )
 from mcs_host.trust.release import Release, lock
 
+from .add_catalog import described, held
 from .add_closure import Closure, closure
 from .add_install import Change, apply, writable
 from .add_offers import (
@@ -64,10 +68,15 @@ from .config_tables import parsed
 __all__: list[str] = []
 
 
-def add(request: AddRequest) -> Added:
+def add(request: AddRequest, *, catalog: Registry | None = None) -> Added:
     """Add what ``request`` names (this module's docstring); an :class:`AddError` naming the
     distribution, the step and the fix, with the environment, the registry and the
-    configuration as they were."""
+    configuration as they were.
+
+    ``catalog`` is for tests only (no command sets it): the catalog to hold releases to and
+    read declarations from, in place of the one mcs-host ships
+    (:func:`~mcs_host.trust.catalog.shipped_catalog`)."""
+    catalog = shipped_catalog() if catalog is None else catalog
     registry = _registry(request)
     text = _config_text(request)
     if request.server:  # a server's process speaks MCP through the host's SDK
@@ -76,15 +85,21 @@ def add(request: AddRequest) -> Added:
         work = Path(temporary)
         pip = _pip_config(request)
         wheel, release = downloaded(request.requirement, work / "wheel", request)
+        shipped = _held({}, release, catalog)  # before an identity is asked to be confirmed
         ships = (
             server_of(release, wheel, request)
             if request.server
-            else drivers_of(release, request, registry)
+            else drivers_of(release, request, registry, catalog)
         )
         target = target_source(wheel, release, request, registry, pip)
-        tables, kept = tables_for(target, ships, request, text)
+        tables, kept = tables_for(target, ships, request, text, shipped.get(target.name))
         found = closure(target, request, registry, pip, work, ships.undeclared)
-        after, provenance = _pins(registry, target, found, ships, request)
+        for source in found.sources:
+            shipped = _held(shipped, source.release, catalog, found.needed_by.get(source.name))
+        for item in found.kept:
+            if item.release is not None:
+                shipped = _held(shipped, item.release, catalog, item.needed_by, installed=True)
+        after, provenance = _pins(registry, target, found, ships, request, shipped)
         change = Change(
             added=release.distribution,
             install=((target,) if found.install_target else ()) + found.sources,
@@ -101,7 +116,7 @@ def add(request: AddRequest) -> Added:
         stored = apply(change)
     written = tuple(WrittenTable(t.name, names(t), True) for t in tables)
     return Added(
-        distributions=_report(target, found),
+        distributions=_report(target, found, shipped),
         registry=request.registry,
         provenance=stored,
         config=request.config,
@@ -162,19 +177,39 @@ def _pip_config(request: AddRequest) -> PipConfig:
         ) from None
 
 
+def _held(
+    shipped: Mapping[str, TrustLabel],
+    release: Release,
+    catalog: Registry,
+    needed_by: str | None = None,
+    installed: bool = False,
+) -> dict[str, TrustLabel]:
+    """``shipped`` (PEP 503 name -> the trust label of the catalog's pin its files match)
+    with ``release``, when the catalog pins its version (:func:`.add_catalog.held`)."""
+    label = held(release, catalog, needed_by, installed)
+    return {**shipped, release.project: label} if label is not None else dict(shipped)
+
+
 def _pins(
-    registry: Registry, target: Source, found: Closure, ships: Ships, request: AddRequest
+    registry: Registry,
+    target: Source,
+    found: Closure,
+    ships: Ships,
+    request: AddRequest,
+    shipped: Mapping[str, TrustLabel],
 ) -> tuple[Registry, tuple[tuple[str, bytes], ...]]:
     """``registry`` with every pin of what is added (and its provenance, recorded), and the
-    provenance files to store; an :class:`AddError` when the registry refuses them."""
+    provenance files to store; an :class:`AddError` when the registry refuses them. A new
+    entry of a release the catalog pins gets the catalog's trust label, and one of a driver
+    the catalog declares its notes and what it needs too."""
     main = target.release if ships.script is None else _library(target.release)
     libraries = [s.release for s in found.sources]
     libraries += [k.release for k in found.kept if k.release is not None]
     provenance: list[tuple[str, bytes]] = []
     source = target  # the one a refusal is about
     try:
-        after = _locked(registry, [main], ships)
-        after = _locked(after, libraries, ships)
+        after = described(_locked(registry, [main], ships, shipped), ships)
+        after = _locked(after, libraries, ships, shipped)
         for source in (target, *found.sources):
             if source.verified is None or source.provenance is None:
                 continue
@@ -209,9 +244,15 @@ def _pins(
     return after, tuple(provenance)
 
 
-def _locked(registry: Registry, releases: Sequence[Release], ships: Ships) -> Registry:
+def _locked(
+    registry: Registry,
+    releases: Sequence[Release],
+    ships: Ships,
+    shipped: Mapping[str, TrustLabel],
+) -> Registry:
     """``registry`` with pins of ``releases``, each from its own files: a pin of the same
-    files made from an installed tree gains the wheel's sha256 (a provenance needs it)."""
+    files made from an installed tree gains the wheel's sha256 (a provenance needs it). A new
+    entry gets the trust label ``shipped`` gives its distribution (else ``community``)."""
     for release in releases:
         pin = release.pin()
         entries = [e for e in registry.drivers.values() if e.distribution == release.project]
@@ -225,7 +266,15 @@ def _locked(registry: Registry, releases: Sequence[Release], ships: Ships) -> Re
             and pin.wheel_sha256 is not None
             for p in known
         )
-        registry = lock(registry, [release], declared=ships.declared, ids=ships.ids, replace=again)
+        trust = shipped.get(release.project, "community")
+        registry = lock(
+            registry,
+            [release],
+            declared=ships.declared,
+            ids=ships.ids,
+            trust=trust,
+            replace=again,
+        )
     return registry
 
 
@@ -269,7 +318,9 @@ def _with_server(registry: Registry, label: str, target: Source, ships: Ships) -
     return registry.model_copy(update={"mcp_servers": dict(sorted(servers.items()))})
 
 
-def _report(target: Source, found: Closure) -> tuple[AddedDistribution, ...]:
+def _report(
+    target: Source, found: Closure, shipped: Mapping[str, TrustLabel]
+) -> tuple[AddedDistribution, ...]:
     """One row per distribution: the one added, then what it needs."""
     replaced = {normalize_name(r.name): r.version for r in found.restore}
 
@@ -285,6 +336,7 @@ def _report(target: Source, found: Closure) -> tuple[AddedDistribution, ...]:
             source.release.pin().digest,
             installed,
             replaced.get(source.name) if installed else None,
+            shipped.get(source.name),
         )
 
     rows = [row(target, None, found.install_target)]
@@ -299,6 +351,7 @@ def _report(target: Source, found: Closure) -> tuple[AddedDistribution, ...]:
             k.needed_by,
             k.release.pin().digest if k.release is not None else None,
             False,
+            shipped=shipped.get(normalize_name(k.name)),
         )
         for k in found.kept
     ]
