@@ -68,8 +68,10 @@ def init_command(
     except OSError as exc:
         fail(f"{exc.filename or config}: {exc.strerror or exc}", code=1)
     typer.echo(
-        "next: `mcs-host lock LABEL` for each installed driver you trust, its table in the "
-        "configuration, then `mcs-host load` (or `mcs-host install CLIENT`)"
+        "next: `mcs-host add NAME` for a driver from your package index (verified, pinned, "
+        "installed, its table written), or `mcs-host lock LABEL` for each installed driver you "
+        "trust and its table in the configuration; then `mcs-host call TOOL` (or `mcs-host "
+        "install CLIENT`)"
     )
 
 

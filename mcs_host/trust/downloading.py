@@ -132,8 +132,7 @@ def download(
         raise PipError(
             requirement,
             f"pip could not download a wheel of {requirement}: {pip_summary(done)} (mcs-host "
-            "installs wheels only; check the name and version on your index with pip download "
-            f"--no-deps --only-binary :all: '{wanted}')",
+            "installs wheels only)",
         )
     files = sorted(path.name for path in dest.iterdir())
     if len(files) != 1 or not files[0].endswith(".whl"):
