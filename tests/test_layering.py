@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mcs_host._version",
         "mcs_host._descendants",
         "mcs_host._reasons",
+        "mcs_host._install_hint",
     ),
 )
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from mcs_host.loading.config import HostConfig, ProcessLimits
     from mcs_host.orchestration.orchestrator import Orchestrator
 
-_EXTRA = "serve needs the MCP extra: pip install 'mcs-host[mcp]'"
+_EXTRA = "serve needs the MCP extra, installed from where mcs-host was installed"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
 
@@ -137,7 +137,9 @@ def serve_command(
     try:
         import mcp  # noqa: F401 - the optional extra
     except ImportError:
-        fail(_EXTRA)
+        from mcs_host._install_hint import extra_command
+
+        fail(f"{_EXTRA}: {extra_command('mcp')}")
     from mcs_host.bridge.server import INSTRUCTIONS, mcp_server
 
     if instructions not in INSTRUCTIONS:
