@@ -427,6 +427,12 @@ APPROVAL = (
     "a host plugin's mcs_host_consent hook must approve it (or set consent = false in "
     "[mcp_servers.gated])"
 )
+UNASKED = (
+    "the call of 'wipe' was not approved: each call to the MCP server 'gated' needs approval, "
+    "and this MCP client cannot ask its user for it (it does not support MCP elicitation): a "
+    "host plugin's mcs_host_consent hook must approve it (or set consent = false in "
+    "[mcp_servers.gated])"
+)
 
 
 @pytest.mark.parametrize("depth", [2, 3], ids=["two-deep", "three-deep"])
@@ -487,5 +493,6 @@ def test_serve_answers_a_call_a_nested_stack_denies_as_an_error(
     assert not marker.exists()
     assert guard.audited == [("ping", "pong", None)]
     server, server_marker = gated
-    assert served_call(stacked(server, depth), "wipe", WIPE) == (True, APPROVAL)
+    # the SDK's client here declares no elicitation: its user cannot be asked
+    assert served_call(stacked(server, depth), "wipe", WIPE) == (True, UNASKED)
     assert not server_marker.exists()

@@ -18,6 +18,8 @@ result's ``_meta``. A client gets it twice, as the spec asks: that JSON in a tex
 parent host says so in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it
 reads structured content, so it gets each result once (structured content alone, or a string
 as its text), and a result bigger than its bound is not sent; the call fails, naming the bound.
+While a call is served, consent may ask the client's user (:mod:`.elicitation`); a call
+whose question goes back as an input request is answered with it, nothing run.
 
 :func:`http_app` is the server as streamable HTTP: Host and Origin checked against allow-lists
 (DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of it all.
@@ -36,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 from mcs_host._version import __version__
 from mcs_host.interfaces import progress_to
 from mcs_host.orchestration.messages import result_text
+
+from .elicitation import Asker, asking
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -110,7 +114,9 @@ def mcp_server(
             )
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        context: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         loop = asyncio.get_running_loop()
         sent: set[asyncio.Task[None]] = set()
 
@@ -122,8 +128,11 @@ def mcp_server(
 
             loop.call_soon_threadsafe(send)  # a driver reports from its worker thread too
 
-        with progress_to(report):
+        asker = Asker.of(context, params.input_responses)
+        with asking(asker, loop), progress_to(report):
             response = await stack.aexecute(_detection(params.name, params.arguments or {}))
+        if asker is not None and asker.asked:  # nothing ran: the retry brings the answer
+            return types.InputRequiredResult(input_requests=dict(asker.asked))
         if response.call_failed:
             detail = response.call_detail or "the call failed"
             return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
@@ -137,7 +146,7 @@ def mcp_server(
             return types.CallToolResult(
                 content=[types.TextContent(text=text)], structured_content=result
             )
-        if isinstance(result, str) or not _is_json(result):
+        if isinstance(result, str) or _json_size(result, strict=True) is None:  # not JSON
             return types.CallToolResult(content=[types.TextContent(text=text)])
         # a number, list, true or null: structured content is an object, so it is wrapped
         return types.CallToolResult(
@@ -222,15 +231,6 @@ def megabytes(size: int | float) -> str:
     """``size`` bytes in MiB for a message: ``50``, ``16.5``, ``0.016``."""
     value = size / 2**20
     return (f"{value:.1f}" if value >= 1 else f"{value:.2g}").removesuffix(".0")
-
-
-def _is_json(value: Any) -> bool:
-    """Whether ``value`` is a JSON value as it is."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
 
 
 def _detection(name: str, arguments: Mapping[str, Any]) -> Any:

@@ -5,13 +5,17 @@ A plugin gets the same digest, policy, dependency checks and import gate as a dr
 that is refused or fails gets a record and is left out; strict mode makes that an error.
 A hook that raises never undoes a load; a consent hook that raises denies the call. While
 the consent hooks judge a call that needs explicit approval, :func:`approval_needed` says so
-(``--approve``'s plugin asks on the terminal for those calls only).
+(``--approve``'s plugin asks on the terminal for those calls only). When no plugin approves
+such a call and it is served to an MCP client, the client's user is asked
+(``elicitation/create``, once per call), or, when the client cannot ask, the denial says so.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -109,8 +113,16 @@ class Approval:
 
     label: str
     """The mount the call goes to."""
-    reason: str
-    """Why it needs approval: what the call is denied with when no plugin approves it."""
+    needs: str
+    """That it needs approval: ``each call to the MCP server 'gated' needs approval``."""
+    how: str
+    """Who may approve it and what would waive that (a configuration's table and key, or a
+    registry entry's field)."""
+
+    @property
+    def reason(self) -> str:
+        """What the call is denied with when no plugin approves it and no one is asked."""
+        return f"{self.needs}: {self.how}"
 
 
 _NEEDED: ContextVar[Approval | None] = ContextVar("mcs_host_approval_needed", default=None)
@@ -126,10 +138,11 @@ def ask_consent(
     manager: pluggy.PluginManager,
     call: ToolCall,
     needs: Callable[[ToolCall], Approval | None] | None = None,
-) -> bool | str | ToolCall:
+) -> bool | str | ToolCall | Awaitable[bool | str]:
     """Ask the plugins: any ``False`` or reason denies; an edited call replaces it. When
-    ``needs`` says ``call`` needs approval, silence denies it with its reason: only a
-    ``True`` or an edited call lets it run."""
+    ``needs`` says ``call`` needs approval, only a ``True`` or an edited call lets it run;
+    silence asks the user of the MCP client the call is served to (:func:`ask_user`), and
+    denies it with its reason outside ``serve``."""
     required = needs(call) if needs is not None else None
     token = _NEEDED.set(required)
     try:
@@ -148,8 +161,55 @@ def ask_consent(
     if edited:
         return edited[-1]
     if required is not None and True not in answers:
-        return required.reason
+        return ask_user(call, required)
     return True
+
+
+def ask_user(call: ToolCall, required: Approval) -> bool | str | Awaitable[bool | str]:
+    """The verdict on ``call`` of the user of the MCP client it is served to: an awaitable
+    of it on the serving event loop (the orchestrator's async path awaits it), the verdict
+    itself in any other thread; the denial when there is no one to ask."""
+    from mcs_host.bridge.elicitation import client_user  # noqa: PLC0415 - gated calls only
+
+    user = client_user()
+    if user is None:
+        return required.reason
+    if user.ask is None:
+        return (
+            f"{required.needs}, and this MCP client cannot ask its user for it (it does not "
+            f"support MCP elicitation): {required.how}"
+        )
+    asked = _asked(user.ask, call, required)
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is user.loop:
+        return asked
+    return asyncio.run_coroutine_threadsafe(asked, user.loop).result()
+
+
+async def _asked(
+    ask: Callable[[str], Awaitable[str | None]], call: ToolCall, required: Approval
+) -> bool | str:
+    """``True`` when the user accepts running ``call``, else why it is denied."""
+    # as JSON, ASCII only: a name or argument cannot pass for other text in the client
+    arguments = json.dumps(dict(call.arguments), ensure_ascii=True, default=str)
+    message = (
+        f"Run the tool {json.dumps(call.name)} of {required.label} with the arguments "
+        f"{arguments}? ({required.needs})"
+    )
+    try:
+        answer = await ask(message)
+    except Exception as exc:  # the client failed to ask: no approval
+        return f"{required.needs}, and asking the MCP client's user failed ({exc}): {required.how}"
+    if answer is None:  # the client's retry of the call brings the answer
+        return "the MCP client's user is asked first"
+    if answer == "accept":
+        return True
+    if answer == "decline":
+        return "the user declined it in the MCP client"
+    return "the user cancelled the request for approval in the MCP client"
 
 
 def audit_call(

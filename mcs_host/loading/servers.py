@@ -8,7 +8,8 @@ verified as a dependency is (its installed files against the registry's pins in
 is ``unverified`` and starts only when the policy allows unverified code. A remote server's
 code is never seen, which its record says (``isolation = "remote"``); nor is what a command
 runs, which its record counts as unverified code. Each call to a server needs a consent
-plugin's approval unless its registry entry, or the configuration, says otherwise.
+plugin's approval (or, served, the MCP client's user's) unless its registry entry, or the
+configuration, says otherwise.
 :func:`server_driver` makes the :class:`MCPToolDriver`; a distribution's console script is
 never looked up on ``PATH``: a child ``mcs-host run-server`` checks the distribution again
 on every start and runs the script from its verified bytes
@@ -232,8 +233,8 @@ def needs_consent(
             return None
         return Approval(
             label,
-            f"each call to the MCP server {label!r} needs approval: a host plugin's "
-            f"mcs_host_consent hook must approve it ({waivers[label]})",
+            f"each call to the MCP server {label!r} needs approval",
+            f"a host plugin's mcs_host_consent hook must approve it ({waivers[label]})",
         )
 
     return needs
