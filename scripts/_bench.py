@@ -39,6 +39,39 @@ class Budget:
         return f"{self.name}: {self.measured:.2f}{self.unit} ({budget}): {verdict}"
 
 
+SCIENCE_DRIVER = """\
+import numpy as np
+import pandas as pd
+
+from mcs_host import MCSToolDriver, Tool, ToolParameter
+from mcs_host.kit import manifest_meta
+
+ARRAY = {"type": "array"}
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        return [
+            Tool(
+                name="solve",
+                description="Solve A x = b; describe x.",
+                parameters=[
+                    ToolParameter(name="matrix", description="A", required=True, schema=ARRAY),
+                    ToolParameter(name="vector", description="b", required=True, schema=ARRAY),
+                ],
+            )
+        ]
+
+    def execute_tool(self, tool_name, arguments):
+        x = np.linalg.solve(np.array(arguments["matrix"]), np.array(arguments["vector"]))
+        return {"x": [float(v) for v in x], "mean": float(pd.DataFrame({"x": x})["x"].mean())}
+"""
+"""The module of a driver whose tool ``solve`` solves A x = b with numpy and describes x with
+pandas (scripts/bench_wheels.py and scripts/bench_add.py build it)."""
+
+
 def machine() -> str:
     """The machine a figure comes from, in one line."""
     return (

@@ -39,40 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _bench import emit
+from _bench import SCIENCE_DRIVER, emit
 
 from mcs_host.trust.downloading import pip_config
 
 ROOT = Path(__file__).resolve().parent.parent
-DRIVER = """\
-import numpy as np
-import pandas as pd
-
-from mcs_host import MCSToolDriver, Tool, ToolParameter
-from mcs_host.kit import manifest_meta
-
-ARRAY = {"type": "array"}
-
-
-class Driver(MCSToolDriver):
-    meta = manifest_meta(__package__, "Driver")
-
-    def list_tools(self):
-        return [
-            Tool(
-                name="describe",
-                description="Solve A x = b with numpy; describe x with pandas.",
-                parameters=[
-                    ToolParameter(name="matrix", description="A", required=True, schema=ARRAY),
-                    ToolParameter(name="vector", description="b", required=True, schema=ARRAY),
-                ],
-            )
-        ]
-
-    def execute_tool(self, tool_name, arguments):
-        x = np.linalg.solve(np.array(arguments["matrix"]), np.array(arguments["vector"]))
-        return {"x": [float(v) for v in x], "mean": float(pd.Series(x).mean())}
-"""
 MANIFEST = {
     "format": "mcs-driver-manifest/1",
     "drivers": {
@@ -102,7 +73,7 @@ def build_driver(work: Path) -> Path:
     source = work / "src"
     (source / "acme_stats").mkdir(parents=True)
     (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "acme_stats" / "__init__.py").write_text(DRIVER)
+    (source / "acme_stats" / "__init__.py").write_text(SCIENCE_DRIVER)
     (source / "acme_stats" / "mcs-driver.json").write_text(json.dumps(MANIFEST))
     hook = "import sys, flit_core.buildapi as b; print(b.build_wheel(sys.argv[1]))"
     links = work / "links"
@@ -272,7 +243,7 @@ def main() -> int:
     try:
         scene = setup(work)
         timed, added = add_against_pip(scene, args.repeat)
-        answer = scene.run("mcs-host", "call", "describe", "--args", CALL, "--config",
+        answer = scene.run("mcs-host", "call", "solve", "--args", CALL, "--config",
                            str(scene.config))  # fmt: skip
         if json.loads(answer.stdout) != {"x": [0.8, 1.4], "mean": 1.1}:
             raise SystemExit(f"the tool answered {answer.stdout}")

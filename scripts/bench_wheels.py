@@ -29,40 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _bench import Budget, emit
+from _bench import SCIENCE_DRIVER, Budget, emit
 
 from mcs_host.trust.digest import scan_installed
 
 SCIENCE = ["numpy==2.4.6", "pandas==3.1.1"]
-DRIVER = """\
-import numpy as np
-import pandas as pd
-
-from mcs_host import MCSToolDriver, Tool, ToolParameter
-from mcs_host.kit import manifest_meta
-
-ARRAY = {"type": "array"}
-
-
-class Driver(MCSToolDriver):
-    meta = manifest_meta(__package__, "Driver")
-
-    def list_tools(self):
-        return [
-            Tool(
-                name="solve",
-                description="Solve A x = b; describe x.",
-                parameters=[
-                    ToolParameter(name="matrix", description="A", required=True, schema=ARRAY),
-                    ToolParameter(name="vector", description="b", required=True, schema=ARRAY),
-                ],
-            )
-        ]
-
-    def execute_tool(self, tool_name, arguments):
-        x = np.linalg.solve(np.array(arguments["matrix"]), np.array(arguments["vector"]))
-        return {"x": [float(v) for v in x], "mean": float(pd.DataFrame({"x": x})["x"].mean())}
-"""
 MANIFEST = {
     "format": "mcs-driver-manifest/1",
     "drivers": {
@@ -76,7 +47,7 @@ def install_driver(site: Path) -> None:
     """The driver, installed into ``site`` as an installer leaves it."""
     info = "np_stats-1.0.0.dist-info"
     files = {
-        "np_stats/__init__.py": DRIVER.encode(),
+        "np_stats/__init__.py": SCIENCE_DRIVER.encode(),
         "np_stats/mcs-driver.json": json.dumps(MANIFEST).encode(),
         f"{info}/METADATA": b"Metadata-Version: 2.1\nName: np-stats\nVersion: 1.0.0\n"
         b"Requires-Dist: mcs-host\nRequires-Dist: numpy\nRequires-Dist: pandas\n",
