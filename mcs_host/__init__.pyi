@@ -286,6 +286,7 @@ from .loading.records import (
     VerifyReport as VerifyReport,
 )
 from .loading.planning import settle_conflicts as settle_conflicts
+from .loading.arguments import LoadOptions as LoadOptions
 from .loading.host import (
     Host as Host,
     load_drivers as load_drivers,

@@ -63,6 +63,26 @@ def is_valid_label(label: str) -> bool:
     return bool(_LABEL.match(label))
 
 
+def labels_argument(value: object, argument: str) -> tuple[str, ...]:
+    """``value`` given as labels: a ``str`` is one label, else an iterable of ``str``.
+    Raises :class:`TypeError` naming ``argument`` (``"load_drivers() argument 'labels'"``)
+    for anything else, so a string is never read letter by letter."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, Iterable) or isinstance(value, (bytes, bytearray)):
+        raise TypeError(
+            f"{argument} must be a str (one label) or an iterable of str, "
+            f"not {type(value).__name__}"
+        )
+    labels = tuple(value)
+    for label in labels:
+        if not isinstance(label, str):
+            raise TypeError(
+                f"{argument} must hold str labels, not {type(label).__name__} {label!r}"
+            )
+    return labels
+
+
 def normalize_name(name: str) -> str:
     """The PEP 503 normalized form of a distribution name: ``Foo_Bar`` -> ``foo-bar``."""
     return _NAME_SEPARATORS.sub("-", name).lower()

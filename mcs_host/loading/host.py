@@ -16,23 +16,30 @@ in one place.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from mcs_host.contract import Tool
-from mcs_host.discovery import LABEL_RULE, Candidate, Discovery, is_valid_label
+from mcs_host.discovery import (
+    LABEL_RULE,
+    Candidate,
+    Discovery,
+    is_valid_label,
+    labels_argument,
+)
 from mcs_host.orchestration.orchestrator import Orchestrator
 from mcs_host.orchestration.prompting import Prompts
 from mcs_host.trust import _origins
 from mcs_host.trust.verification import Verification
 
 from . import isolating, servers, stages
+from .arguments import LoadOptions, checked_options
 from .config import DriverSettings, HostConfig, load_config, override_config
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
@@ -71,10 +78,20 @@ class Host:
     __slots__ = ("_in_process", "_plugins", "config", "search_path")
 
     def __init__(
-        self, config: HostConfig | None = None, *, search_path: Sequence[str] | None = None
+        self,
+        config: HostConfig | None = None,
+        *,
+        search_path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     ) -> None:
+        """``config`` (default: every default setting); ``search_path``: the directories
+        drivers are found in (default ``sys.path``; a ``str`` or path is one directory)."""
+        if config is not None and not isinstance(config, HostConfig):
+            raise TypeError(
+                f"Host() argument 'config' must be a HostConfig (load_config() reads a file), "
+                f"not {type(config).__name__}"
+            )
         self.config = config if config is not None else HostConfig()
-        self.search_path = search_path
+        self.search_path = _directories(search_path, "Host() argument 'search_path'")
         self._in_process: dict[str, tuple[object, DriverSettings]] = {}
         self._plugins: list[tuple[object, str]] = []
 
@@ -101,44 +118,81 @@ class Host:
             (plugin, str(name or getattr(plugin, "__name__", type(plugin).__name__)))
         )
 
-    def load(self, labels: Sequence[str] = (), *, progress: Progress | None = None) -> Loaded:
-        """Run the pipeline for every planned mount, or only for ``labels``; ``progress`` is
-        told before each mount.
+    def load(self, labels: str | Iterable[str] = (), *, progress: Progress | None = None) -> Loaded:
+        """Run the pipeline for every planned mount, or only for ``labels`` (a ``str`` is one
+        label); ``progress`` is told before each mount.
 
         Raises :class:`LoadError` when the report has errors (strict mode, required drivers,
         requested labels that do not exist).
         """
-        return _load(self, tuple(labels), progress)
+        return _load(self, labels_argument(labels, "Host.load() argument 'labels'"), progress)
 
     def verify(
-        self, labels: Sequence[str] = (), *, progress: Progress | None = None, live: bool = False
+        self,
+        labels: str | Iterable[str] = (),
+        *,
+        progress: Progress | None = None,
+        live: bool = False,
     ) -> VerifyReport:
         """Decide, without importing anything, what :meth:`load` would run for the installed
         drivers and host plugins (or only ``labels``): each one's verification, and its
         dependencies judged by the same policy. ``progress`` is told before each one.
         ``live``: also start each loadable driver in a child process of its own, with its
         healthcheck, and report how that went (needs the mcp extra)."""
-        return verify_installed(self.config, self.search_path, tuple(labels), progress, live)
+        wanted = labels_argument(labels, "Host.verify() argument 'labels'")
+        return verify_installed(self.config, self.search_path, wanted, progress, live)
 
 
 def load_drivers(
-    config: HostConfig | str | Path | None = None,
-    labels: Sequence[str] = (),
+    config: HostConfig | str | os.PathLike[str] | None = None,
+    labels: str | Iterable[str] = (),
     *,
-    search_path: Sequence[str] | None = None,
-    **options: Any,
+    search_path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+    **options: Unpack[LoadOptions],
 ) -> Loaded:
     """Load the drivers and return ``Loaded(driver, report)``, where ``driver`` is the stacked
-    orchestrator, one ``MCSDriver``.
+    orchestrator, one ``MCSDriver``: ``config`` is a :class:`HostConfig` or a config file path
+    (default: found as :func:`~mcs_host.loading.config.load_config` says), ``labels`` the
+    drivers to load (a ``str`` is one label; default: all the configuration plans),
+    ``search_path`` the directories drivers are found in (default ``sys.path``; a ``str`` is
+    one), and ``options`` the settings over the configuration's, each a key of
+    :class:`LoadOptions` (``strict=True``, ``allow_extensions=False``...).
 
-    ``config`` is a :class:`HostConfig` or a config file path (default: found as
-    :func:`~mcs_host.config.load_config` says); ``options`` override its settings by name.
+    Raises :class:`TypeError` for an argument of the wrong type or an unknown keyword (naming
+    the keywords it takes), :class:`ConfigError` for a setting refused (naming the argument,
+    or the file and key that gave it), :class:`LoadError` when the report has errors.
     """
+    if config is not None and not isinstance(config, (HostConfig, str, os.PathLike)):
+        raise TypeError(
+            "load_drivers() argument 'config' must be a HostConfig or a path, "
+            f"not {type(config).__name__}"
+        )
+    wanted = labels_argument(labels, "load_drivers() argument 'labels'")
+    directories = _directories(search_path, "load_drivers() argument 'search_path'")
+    overrides = checked_options("load_drivers", options)
     if isinstance(config, HostConfig):
-        host_config = override_config(config, **options) if options else config
+        host_config = override_config(config, **overrides) if overrides else config
     else:
-        host_config = load_config(config, **options)
-    return Host(host_config, search_path=search_path).load(labels)
+        host_config = load_config(config, **overrides)
+    return Host(host_config, search_path=directories).load(wanted)
+
+
+def _directories(value: object, argument: str) -> tuple[str, ...] | None:
+    """``value`` as directories: ``None`` stays, a ``str`` or path is one directory."""
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return (os.fspath(value),)
+    if not isinstance(value, Iterable) or isinstance(value, (bytes, bytearray)):
+        raise TypeError(
+            f"{argument} must be a path or an iterable of paths, not {type(value).__name__}"
+        )
+    directories: list[str] = []
+    for directory in value:
+        if not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"{argument} must hold paths, not {type(directory).__name__}")
+        directories.append(os.fspath(directory))
+    return tuple(directories)
 
 
 def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loaded:

@@ -40,6 +40,7 @@ from mcs_host.discovery import (
     ENTRY_POINT_GROUP,
     PLUGIN_GROUP,
     Candidate,
+    labels_argument,
     normalize_name,
     parse_entry_points,
 )
@@ -525,6 +526,8 @@ def lock(
     (:func:`publisher_signers`; :class:`UnsignedReleaseError` otherwise): no pin is written
     for it then, so it and the later releases they sign load as ``signed``.
     """
+    labels = labels_argument(labels, "lock() argument 'labels'")
+    plugins = labels_argument(plugins, "lock() argument 'plugins'")
     drivers = dict(registry.drivers)
     libraries = dict(registry.libraries)
     for release in releases:

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from mcs_host._files import MANIFEST_LIMIT, InputError, loads_json, read_bytes
 from mcs_host._reasons import known_reason
 from mcs_host.contract import DriverManifest, DriverMeta
-from mcs_host.discovery import Candidate, Discovery, normalize_name
+from mcs_host.discovery import Candidate, Discovery, labels_argument, normalize_name
 from mcs_host.interfaces import MANIFEST_FILE
 
 from .digest import (
@@ -117,6 +117,7 @@ def verify(
     labels: Sequence[str] = (),
 ) -> tuple[Verification, ...]:
     """Verify the candidates of ``discovery`` (those with ``labels``, if given)."""
+    labels = labels_argument(labels, "verify() argument 'labels'")
     chosen = [c for c in discovery.candidates if not labels or c.label in labels]
     scans: dict[str, TreeScan] = {}
     return tuple(
