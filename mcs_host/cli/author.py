@@ -138,8 +138,8 @@ def check_command(
 
     try:
         drivers = _drivers_to_check(target, path)
-    except (ValueError, OSError) as exc:
-        fail(f"{target}: {type(exc).__name__}: {exc}")
+    except ValueError as exc:
+        fail(str(exc))
     labels = {label for label, _ in drivers}
     shared: dict[str, Any] = {}
     own: dict[str, dict[str, Any]] = {}
@@ -241,20 +241,64 @@ def _load_object(value: str) -> Any:
 
 def _drivers_to_check(target: str, path: Sequence[Path] | None) -> list[tuple[str, str]]:
     """``(label, entry point value)`` of the drivers to check, their directory put first on
-    ``sys.path`` so the copy found is the copy imported."""
-    import tomllib
-
+    ``sys.path`` so the copy found is the copy imported; ``ValueError`` naming the target
+    (and, for a name that is neither, the closest project directories and labels)."""
     project = Path(target)
     if project.is_dir():
-        with open(project / "pyproject.toml", "rb") as f:
-            document = tomllib.load(f)
-        entries = document.get("project", {}).get("entry-points", {}).get("mcs.drivers", {})
-        if not entries:
-            raise ValueError('its pyproject.toml declares no [project.entry-points."mcs.drivers"]')
+        entries = _project_entries(project)
         sys.path.insert(0, str(project.resolve()))
         return list(entries.items())
-    found = discover(path).get(target)
-    if not found:
-        raise ValueError("no installed driver has this label, and it is not a directory")
-    sys.path.insert(0, found[0].location)
-    return [(target, found[0].value)]
+    found = discover(path)
+    claimed = found.get(target)
+    if not claimed:
+        raise ValueError(_unknown_target(target, sorted({c.label for c in found.candidates})))
+    sys.path.insert(0, claimed[0].location)
+    return [(target, claimed[0].value)]
+
+
+def _project_entries(project: Path) -> dict[str, str]:
+    """The ``mcs.drivers`` entry points the ``pyproject.toml`` of ``project`` declares;
+    ``ValueError`` naming the file when it is missing, unreadable or declares none."""
+    import tomllib
+
+    pyproject = project / "pyproject.toml"
+    try:
+        with open(pyproject, "rb") as f:
+            document = tomllib.load(f)
+    except FileNotFoundError:
+        raise ValueError(
+            f"{project}: no pyproject.toml there; give a driver project's directory (mcs-host "
+            "new writes one) or an installed driver's label"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"{pyproject}: cannot be read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{pyproject}: not valid TOML ({exc})") from None
+    entries = document.get("project", {}).get("entry-points", {}).get("mcs.drivers", {})
+    if not entries or not isinstance(entries, dict):
+        raise ValueError(f'{pyproject}: declares no [project.entry-points."mcs.drivers"]')
+    return {str(label): str(value) for label, value in entries.items()}
+
+
+def _unknown_target(target: str, labels: Sequence[str]) -> str:
+    """Why ``target`` is no project directory nor installed driver, with the closest of the
+    project directories beside where it would be and of the installed ``labels``."""
+    import difflib
+
+    where = Path(target).parent
+    projects: list[str] = []
+    try:
+        with os.scandir(where) as entries:
+            for entry in entries:
+                if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "pyproject.toml")):
+                    projects.append(entry.name if where == Path(".") else str(where / entry.name))
+    except OSError:
+        pass  # nothing beside it to suggest
+    close = difflib.get_close_matches(target, sorted({*projects, *labels}), n=3, cutoff=0.6)
+    message = (
+        f"{target}: no such project directory ({Path(target).absolute()}), and no installed "
+        "driver has this label"
+    )
+    if close:
+        return message + f"; did you mean {' or '.join(close)}?"
+    return message + "; give a driver project's directory or a label mcs-host list shows"

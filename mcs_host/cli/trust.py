@@ -265,7 +265,26 @@ def _check_given(trust: str, publisher_keys: Sequence[str]) -> None:
         try:
             PublicKey.parse(key)
         except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--publisher-key") from None
+            hint = _key_file_hint(key)
+            raise typer.BadParameter(f"{exc}{hint}", param_hint="--publisher-key") from None
+
+
+def _key_file_hint(key: str) -> str:
+    """For a ``--publisher-key`` that names a file rather than giving a key: how to give
+    the key it holds (its text), or that it holds none (a private key never goes there)."""
+    if key.startswith("ed25519:") or not os.path.isfile(key):
+        return ""
+    from mcs_host.trust.signatures import PublicKey
+
+    try:
+        with open(key, "rb") as f:
+            PublicKey.parse(f.read(4096).decode("utf-8", "replace").strip())
+    except (OSError, ValueError):
+        return (
+            f"; {key} is a file that holds no public key: give the key itself, ed25519:... as "
+            "mcs-host keygen or public-key prints it"
+        )
+    return f'; {key} is a file: give the key it holds, --publisher-key "$(cat {shlex.quote(key)})"'
 
 
 def _mounted_driver(label: str, settings: HostConfig, installed: _Installed) -> str:

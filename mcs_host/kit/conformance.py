@@ -5,7 +5,8 @@ SemVer version and a trust manifest, equal to its ``mcs-driver.json``), its tool
 uniquely named as provider APIs accept, every parameter described and typed by a JSON Schema,
 annotations that are booleans and do not contradict themselves), its capability claims, how
 ``execute_tool`` fails (an unknown tool or a missing argument must raise, preferably a
-:class:`~mcs_host.interfaces.ToolError`), and that results are JSON. It runs
+:class:`~mcs_host.interfaces.ToolError`), and that results are JSON as a host sends it (no
+NaN or Infinity). It runs
 the driver's code: use it on your own driver, in its tests (the ``mcs_conformance`` pytest
 fixture) or with ``mcs-host check``.
 """
@@ -216,8 +217,8 @@ def _tool(tool: Tool, out: list[ConformanceResult]) -> None:
                 ConformanceResult("error", "untyped-schema", f"{where}: its schema gives no type")
             )
         try:
-            json.dumps(schema)
-        except (TypeError, ValueError):
+            json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
             out.append(
                 ConformanceResult("error", "schema-not-json", f"{where}: its schema is not JSON")
             )
@@ -310,15 +311,24 @@ def _sample_call(driver: ToolDriverLike, tool: Tool, out: list[ConformanceResult
         )
         return
     try:
-        json.dumps(result)
-    except (TypeError, ValueError) as exc:
+        json.dumps(result, allow_nan=False)  # as JSON is sent: no NaN, no Infinity
+    except (TypeError, ValueError, RecursionError) as exc:
         out.append(
             ConformanceResult(
                 "error",
                 "result-not-json",
-                f"tool {tool.name!r} returned a result that is not JSON: {exc}",
+                f"tool {tool.name!r} returned a result that is not JSON: {_not_json(exc)}",
             )
         )
+
+
+def _not_json(exc: BaseException) -> str:
+    """Why a value is not JSON, from what encoding it raised."""
+    text = str(exc)
+    if text.startswith("Out of range float values"):
+        number = text.rpartition(": ")[2]
+        return f"it holds the number {number}, which JSON has none of (return null or a string)"
+    return text or type(exc).__name__
 
 
 def _standalone(driver: StandaloneDriverLike, out: list[ConformanceResult]) -> None:
