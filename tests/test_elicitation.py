@@ -4,7 +4,8 @@ server's label and the arguments); only accept runs the call, decline and cancel
 with a tool error saying so. A client that cannot ask is refused with the configuration that
 waives consent named. Both eras of the protocol: the initialize handshake (the request sent
 to the client) and 2026-07-28 (the request returned as an input request, the client's retry
-answering it). The server and the client are real: this checkout's console script
+answering it); and a gated stack that sync code calls from a worker thread asks the same
+user. The server and the client are real: this checkout's console script
 with a fresh HOME, the ``mcp`` SDK's client, and an MCP server whose tool writes a marker
 file that must be absent after a refusal."""
 
@@ -23,6 +24,9 @@ pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test c
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
+
+from mcs_host import DriverMeta, HostConfig, MCSToolDriver, Orchestrator, Tool, load_drivers
+from mcs_host.bridge.server import mcp_server
 
 SERVER = """\
 import sys
@@ -146,3 +150,55 @@ def test_a_client_that_cannot_ask_is_refused_naming_the_waiver(mode: Any, tmp_pa
         "consent = false in [mcp_servers.gated])"
     )
     assert not marker.exists()
+
+
+class Blocking(MCSToolDriver):
+    """A plain driver that calls a stack from its worker thread, as sync code does."""
+
+    meta = DriverMeta(id="blocking-0001", name="blocking", version="1.0.0")
+
+    def __init__(self, stack: Orchestrator) -> None:
+        self.stack = stack
+
+    def list_tools(self) -> list[Tool]:
+        return self.stack.list_tools()
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return self.stack.execute_tool(tool_name, arguments)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gated_stack_called_from_a_worker_thread_asks_the_same_user(
+    mode: Any, tmp_path: Path
+) -> None:
+    server = tmp_path / "server.py"
+    server.write_text(SERVER)
+    marker = tmp_path / "wiped.txt"
+    loaded = load_drivers(
+        HostConfig(autoload=False, plugins=False, registries=()),
+        trust={"allow_unverified": True},
+        mcp_servers={"gated": {"command": [sys.executable, str(server), str(marker)]}},
+    )
+    asked: list[str] = []
+
+    async def elicit(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="decline" if len(asked) == 1 else "accept", content={})
+
+    async def main() -> list[types.CallToolResult]:
+        outer = Orchestrator({"blocking": Blocking(loaded.driver)})
+        async with Client(mcp_server(outer), mode=mode, elicitation_callback=elicit) as client:
+            return [await client.call_tool("wipe", {"path": "/tmp"}) for _ in range(2)]
+
+    try:
+        declined, accepted = anyio.run(main)
+    finally:
+        for driver in loaded.owned:
+            driver.close()
+    assert declined.is_error
+    assert text(declined).endswith("the user declined it in the MCP client")
+    assert (accepted.is_error, text(accepted)) == (False, "wiped")
+    assert marker.read_text() == "wiped /tmp\n"
+    assert len(asked) == 2
