@@ -463,6 +463,7 @@ def test_after_init_a_reference_driver_is_added_by_name_held_to_the_pins_mcs_hos
         {"name": "Rex", "kind": "dog", "age": "3"},
         {"name": "Tom", "kind": "cat", "age": "5"},
     ]
+    (scene.home / ".config" / "Claude").mkdir(parents=True)  # Claude Desktop has run here
     installed = scene.host("install", "claude-desktop", cwd=elsewhere)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     client = scene.home / ".config" / "Claude" / "claude_desktop_config.json"

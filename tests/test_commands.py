@@ -244,6 +244,7 @@ def test_install_writes_vscode_s_servers_and_prints_the_standard_entry(
     scene: dict[str, Any], tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
+    (home / ".config" / "Code" / "User").mkdir(parents=True)  # VS Code has run here
     done = install(scene, home, "vscode", "csv", "--name", "tables")
     assert done.returncode == 0, done.stderr
     assert "config.toml does not exist" in done.stderr  # and what makes it
@@ -381,6 +382,7 @@ def _a_client_started_elsewhere_serves_the_same_setup(
     assert installed.returncode == 0, installed.stderr
     entry = json.loads(installed.stdout)["mcpServers"]["mcs-host"]
     assert entry["args"] == ["serve"]
+    (Path(env["HOME"]) / ".cursor").mkdir()  # Cursor has run here
     cursor = venv.run("mcs-host", "install", "cursor", env=env, cwd=elsewhere)
     assert "the server will not read mcs-host.toml here" in cursor.stderr
     import anyio

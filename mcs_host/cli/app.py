@@ -20,8 +20,8 @@ EXIT_CODES = (
         "1",
         "something asked for did not load: a label given, or a driver or MCP server the "
         "configuration names, was refused or failed (any, in strict mode; a required one), "
-        "nothing mounted, verify found code that is not verified, a label does not exist, or "
-        "a tool call failed",
+        "nothing mounted, verify found code that is not verified, a label does not exist, a "
+        "tool call failed, or the MCP client install writes for has not run here",
     ),
     ("2", "a usage or configuration error: nothing was loaded or written"),
 )

@@ -8,7 +8,9 @@ Cursor's ``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``, under ``mcpServ
 path and the configuration by its absolute path, so the client may start it from any
 directory. The file is merged, never replaced: every other key and server is kept, an entry
 of the same name that differs is replaced only with ``--replace``, a file that is no JSON
-object is refused as it is, and the file as it was is kept beside it first.
+object is refused as it is, and the file as it was is kept beside it first. A client that
+has never run here (the directory it makes at its first start is missing) is refused: no
+file is made for a client that is not there (``--file`` names one to make).
 
 The file may sit in a directory others write (a cloned repository's ``.mcp.json``): a
 symbolic link there is never written through. A link at the file itself is refused (what it
@@ -34,7 +36,7 @@ import typer
 
 from .options import ConfigOption, LabelsArgument, fail
 
-__all__ = ["CLIENTS", "client_file", "install_command", "server_entry"]
+__all__ = ["CLIENTS", "client_directory", "client_file", "install_command", "server_entry"]
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "mcp-json")
 """The clients ``install`` knows."""
@@ -69,6 +71,44 @@ def client_file(client: str, platform: str, home: Path, appdata: str | None = No
             return home / "Library" / "Application Support" / "Code" / "User" / "mcp.json"
         return home / ".config" / "Code" / "User" / "mcp.json"
     return None
+
+
+_NAMES = {
+    "claude-desktop": "Claude Desktop",
+    "claude-code": "Claude Code",
+    "cursor": "Cursor",
+    "vscode": "VS Code",
+}
+"""Each client as its users call it."""
+
+
+def client_directory(client: str, target: Path, home: Path) -> Path:
+    """The directory ``client`` makes when it first runs, which holds (or will hold) its
+    file ``target``: the file's own directory, or ``~/.claude`` for Claude Code (whose
+    ``~/.claude.json`` lies in the home directory, which always exists)."""
+    return home / ".claude" if client == "claude-code" else target.parent
+
+
+def _require_client(client: str, target: Path, home: Path) -> None:
+    """End the command (exit 1, nothing written) when ``client`` has never run here: its
+    file ``target`` and the directory it makes when it first runs are both missing. A file
+    made for a client that is not installed (or keeps its files elsewhere) would be read by
+    nothing, and install would have said it succeeded."""
+    directory = client_directory(client, target, home)
+    if target.exists() or directory.is_dir():
+        return
+    name = _NAMES.get(client, client)
+    typer.echo(
+        f"error: {name} has not run here as this user: {directory} does not exist (it makes "
+        f"it when it first starts), so nothing would read {target}; nothing was written",
+        err=True,
+    )
+    typer.echo(
+        f"  fix: start {name} once, then run this again; or give --file PATH to merge the "
+        "entry into a file of your choice",
+        err=True,
+    )
+    raise typer.Exit(1)
 
 
 def server_entry(client: str, command: str, args: list[str]) -> dict[str, Any]:
@@ -115,7 +155,9 @@ def install_command(
     (absolute paths: the client may start it from any directory), merged into the client's
     file: other servers and keys are kept, the old file is backed up beside it.
 
-    LABEL... and --config are what serve is given.
+    LABEL... and --config are what serve is given. Exits 1, writing nothing, when the
+    client has not run here yet (its directory does not exist), unless --file names the
+    file.
     """
     if client not in CLIENTS:
         raise typer.BadParameter(
@@ -132,6 +174,8 @@ def install_command(
     if target is None:  # mcp-json, printed
         typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
         return
+    if file is None:
+        _require_client(client, target, Path.home())
     key = "servers" if client == "vscode" else "mcpServers"
     before, document = _read(target)
     servers = document.setdefault(key, {})

@@ -18,6 +18,15 @@ import typer
 
 from mcs_host.discovery import PLUGIN_GROUP, discover
 
+from ._explain import (
+    Unplaced,
+    clashes,
+    said_once,
+    search_path,
+    unknown_tool,
+    unplaced,
+    with_unplaced,
+)
 from ._listing import render_listing
 from ._rechecked import rechecked_json, rechecked_text
 from ._signatures import arguments_from_words
@@ -202,28 +211,32 @@ def _load(
     path: Sequence[Path] | None,
     show: bool = True,
     approve: bool = False,
-) -> tuple[Loaded | None, LoadReport]:
+) -> tuple[Loaded | None, LoadReport, tuple[Unplaced, ...]]:
     """Load the stack; with ``approve``, a consent plugin asks on the terminal before each
-    call that needs approval (:func:`_terminal_approval`)."""
+    call that needs approval (:func:`_terminal_approval`). Each label asked for that no
+    mount has is explained in the report's errors, and returned (:func:`unplaced`)."""
     from mcs_host.loading.config import ConfigError
     from mcs_host.loading.host import Host
     from mcs_host.loading.records import LoadError
 
-    search = [os.fspath(p) for p in path] if path else None
+    search = search_path(path)
     host = Host(config, search_path=search)
     if approve:
         host.add_plugin(_terminal_approval(), "approve-at-terminal")
+    loaded: Loaded | None = None
     try:
         with Progress(show) as progress:
             loaded = host.load(labels, progress=progress)
+        report = loaded.report
     except LoadError as exc:
-        return None, exc.report
+        report = exc.report
     except ConfigError as exc:  # a registry the configuration names cannot be read
         fail(str(exc))
-    unmet = _unmet(config, labels, loaded.report)
-    if unmet:  # the command's errors: the stack is still there to use
-        return loaded, replace(loaded.report, errors=(*loaded.report.errors, *unmet))
-    return loaded, loaded.report
+    explained = unplaced(config, labels, report, search)
+    errors = with_unplaced(report.errors, explained)
+    if loaded is not None:  # the command's errors: the stack is still there to use
+        errors = (*errors, *_unmet(config, labels, report))
+    return loaded, replace(report, errors=errors), explained
 
 
 def _unmet(config: HostConfig, labels: Sequence[str], report: LoadReport) -> list[str]:
@@ -279,7 +292,7 @@ def load_command(
     drivers.
     """
     settings = options.host_config()
-    loaded, report = _load(settings, labels or (), options.path, show=not as_json)
+    loaded, report, explained = _load(settings, labels or (), options.path, show=not as_json)
     again = options.lock_again(settings)
     if as_json:
         document = report_json(report, loaded, settings.notes, again)
@@ -295,7 +308,10 @@ def load_command(
         write_document(json.dumps(document, indent=2, default=str))
     else:
         colour = use_colour()
-        typer.echo(report_text(report, loaded, colour, verbose, again), color=colour)
+        shown = replace(report, errors=tuple(_error_texts(report, explained, again)))
+        typer.echo(report_text(shown, loaded, colour, verbose, again), color=colour)
+        for line in clashes(loaded.driver, settings) if loaded is not None else ():
+            typer.echo(line, err=True)
         if prompt and loaded is not None:
             typer.echo("\nSystem prompt:\n" + loaded.driver.get_driver_system_message(model))
     if not report.ok:
@@ -327,6 +343,11 @@ def _answer(
         if not report.ok and not loaded.driver.list_tools():
             raise typer.Exit(1)  # nothing to call: the errors above say why
         output = _made(output, loaded.driver)
+        if command == "call" and isinstance(output, dict):
+            names = {tool.name for tool in loaded.driver.list_tools()}
+            if output["tool"] not in names:  # no call to make: say what it may be
+                typer.echo(f"error: {unknown_tool(output['tool'], loaded.driver)}", err=True)
+                raise typer.Exit(1)
         with Ticker(f"{_what(output)} running", enabled=not approve):
             response = loaded.driver.process_llm_response(output)
         if command == "call":  # the tool's result, as a person reads it
@@ -336,7 +357,7 @@ def _answer(
         if response.call_failed or not report.ok:
             raise typer.Exit(1)
         return
-    found, report = _load(settings, labels, path, show=False, approve=approve)
+    found, report, _ = _load(settings, labels, path, show=False, approve=approve)
     answer = None
     if found is not None:
         answer = found.driver.process_llm_response(_made(output, found.driver))
@@ -519,7 +540,7 @@ def loaded_or_exit(
     load failed. The report's errors include what was asked for and did not mount (the
     caller exits 1 for them once it has done its work, or before, as ``serve`` does).
     ``again``: the options each ``mcs-host lock`` of a fix line keeps."""
-    loaded, report = _load(settings, labels, path, approve=approve)
+    loaded, report, explained = _load(settings, labels, path, approve=approve)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
     for finding in report.environment:
@@ -538,8 +559,28 @@ def loaded_or_exit(
             ):
                 typer.echo(line, err=True)
     if loaded is None or not report.ok:
-        for error in report.errors:
+        for error in _error_texts(report, explained, again):
             typer.echo(f"error: {error}", err=True)
     if loaded is None:
         raise typer.Exit(1)
+    for line in clashes(loaded.driver, settings):
+        typer.echo(line, err=True)
     return loaded, report
+
+
+def _error_texts(report: LoadReport, explained: Sequence[Unplaced], again: str) -> list[str]:
+    """The report's errors as the text prints them: a refusal printed with its mount is not
+    printed again (:func:`said_once`); a label the configuration does not name is followed
+    by the fix of what verifying it decided."""
+    texts = []
+    refused = {u.whole: u for u in explained if u.refusal is not None}
+    for error, shown in zip(
+        report.errors, said_once(report.errors, (*report.records, *report.plugins)), strict=True
+    ):
+        placed = refused.get(error)
+        if placed is None or placed.refusal is None:
+            texts.append(shown)
+            continue
+        lines = fix_lines(placed.refusal[0], placed.label, placed.distribution, again=again)
+        texts.append("\n".join([placed.error, f"  {placed.refused}", *lines]))
+    return texts

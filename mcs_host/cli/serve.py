@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from mcs_host.loading.config import HostConfig, ProcessLimits
+    from mcs_host.loading.records import LoadReport
     from mcs_host.orchestration.orchestrator import Orchestrator
 
 _EXTRA = "serve needs the MCP extra, installed from where mcs-host was installed"
@@ -131,8 +132,10 @@ def serve_command(
     """Verify and load the drivers as load does, then serve their tools to MCP clients:
     over stdio (the default, for a client that starts this command) or streamable HTTP.
 
-    The load report goes to stderr; on stdio nothing but protocol goes to stdout. Exits 1
-    without serving when anything asked for did not mount, or nothing did.
+    The load report goes to stderr; on stdio nothing but protocol goes to stdout. When
+    something asked for did not mount, it serves what did, says what did not on stderr and
+    tells each client (an MCP log message); with --strict it exits 1 without serving, as it
+    does when nothing mounted.
     """
     try:
         import mcp  # noqa: F401 - the optional extra
@@ -161,16 +164,15 @@ def serve_command(
     with _stdout_to_stderr():
         again = options.lock_again(settings)
         loaded, report = loaded_or_exit(settings, options.path, labels or (), again=again)
-        if not report.ok:  # a client would get less than the configuration asks for
+        if not report.mounted:  # nothing to serve
             loaded.close()
-            fail(
-                "not serving: name the labels to serve, or leave a driver out with "
-                "[drivers.<label>] enabled = false",
-                code=1,
-            )
+            fail("not serving: no driver or MCP server mounted", code=1)
         server = mcp_server(
             loaded.driver, loaded.report.records, model=model, instructions=instructions
         )
+        unserved = _unserved(report, again) if not report.ok else []
+        if unserved:  # the client gets what mounted, and is told what did not
+            _say_unserved(server, unserved, len(loaded.driver.list_tools()))
     if isolated:
         from mcs_host.bridge.isolation import SERVING
 
@@ -183,6 +185,63 @@ def serve_command(
         _serve_stdio(server, child=isolated, tools=count)
     else:
         _serve_http(server, *address, admission)
+
+
+def _unserved(report: LoadReport, again: str) -> list[str]:
+    """One message per mount that did not mount: its label, reason, message and fix."""
+    from .render import fix, record_subject
+
+    said = []
+    for record in report.records:
+        if record.status not in ("rejected", "failed"):
+            continue
+        subject = record_subject(record)
+        found = fix(record.reason, record.label, record.distribution, subject, again)
+        said.append(
+            f"{record.label} is not served: {record.reason}: {record.message}"
+            + (f" (fix: {found})" if found else "")
+        )
+    return said
+
+
+def _say_unserved(server: Server[Any], unserved: Sequence[str], tools: int) -> None:
+    """Say on stderr that ``tools`` tools are served without the mounts ``unserved`` names,
+    and tell each client the same with an MCP log message (``notifications/message``, level
+    ``error``) per mount: once it has initialized (the handshake), or with each tool list it
+    asks for with a log level (a 2026-07-28 client, whose log messages ride a request)."""
+    import warnings
+
+    import mcp_types as types
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    labels = ", ".join(line.partition(" ")[0] for line in unserved)
+    typer.echo(
+        f"warning: serving the {tools} tools of what mounted, without {labels} (said above; "
+        "each MCP client is told too); --strict refuses to serve then",
+        err=True,
+    )
+
+    async def tell(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if (ctx.method == "notifications/initialized" and not modern) or (
+            ctx.method == "tools/list" and modern
+        ):
+            with warnings.catch_warnings():  # the SDK marks logging deprecated at 2026-07-28
+                warnings.simplefilter("ignore")
+                for line in unserved:
+                    await ctx.session.send_log_message(
+                        "error", f"mcs-host: {line}", logger="mcs-host"
+                    )
+        return result
+
+    async def set_level(context: Any, params: Any) -> types.EmptyResult:
+        return types.EmptyResult()  # the messages sent are errors: each level takes them
+
+    server.middleware.append(tell)
+    if server.get_request_handler("logging/setLevel") is None:  # declares logging
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
 
 
 def _note_changes(source: str | None, labels: Sequence[str], stack: Orchestrator) -> None:
