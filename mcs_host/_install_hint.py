@@ -14,7 +14,6 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
@@ -67,6 +66,8 @@ def _local_path(path: str) -> str:
 
 def installed_source(distribution: str) -> Source:
     """Where the installed ``distribution`` (of the running interpreter's path) came from."""
+    from importlib import metadata  # noqa: PLC0415 - on first use: it costs milliseconds
+
     try:
         found = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:

@@ -8,12 +8,15 @@ from it under each refusal; the ``--json`` schemas publish its codes as an enum;
 codes page of the documentation (docs/reference/reason-codes.md) is generated from it
 (``scripts/gen_cli_docs.py``). Standard library only, so every layer may read it.
 
-A fix names the command when there is one. ``LABEL`` stands for the label of the driver,
-host plugin or MCP server and ``DISTRIBUTION`` for its distribution (both filled in where they
-are known); ``VERSION`` and ``NAME`` are for the reader to choose. A dependency, or an MCP
-server run from a distribution, is pinned as a library: its fix says ``mcs-host lock
---distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``, and a host
-plugin's ``mcs-host lock --plugin LABEL``.
+A fix names at most one command, in backticks, that works as printed once its placeholders
+are filled in: ``LABEL`` stands for the label of the driver, host plugin or MCP server,
+``DISTRIBUTION`` for its distribution, ``PROJECT`` for the directory it was installed from and
+``WHEEL`` for its name as wheel files spell it (each filled in where the command line prints
+the fix, quoted for the shell inside a command). What no command can do (a value only the
+reader knows, a choice) is said in words, never as a command with a blank to fill. A
+dependency, or an MCP server run from a distribution, is pinned as a library: its fix says
+``mcs-host lock --distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``,
+and a host plugin's ``mcs-host lock --plugin LABEL``.
 
 One module: the table is one specification, and splitting it would give a code two homes.
 """
@@ -21,12 +24,13 @@ One module: the table is one specification, and splitting it would give a code t
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["REASONS", "Reason", "known_reason"]
+__all__ = ["REASONS", "Reason", "is_command", "known_reason"]
 
 Subject = Literal["driver", "plugin", "library", "server"]
 """What a reason is about: an installed driver, a host plugin (pinned only by name: ``mcs-host
@@ -48,12 +52,20 @@ class Reason:
     library_fix: str = ""
     """What to do instead for a distribution pinned as a library, when more differs than
     ``mcs-host lock LABEL`` becoming ``mcs-host lock --distribution DISTRIBUTION``."""
+    extra: str = ""
+    """The extra of mcs-host its fix installs: the command line prints the command that
+    installs it from where this mcs-host was installed (:mod:`mcs_host._install_hint`)."""
 
     def fix_for(
-        self, label: str | None = None, distribution: str | None = None, subject: Subject = "driver"
+        self,
+        label: str | None = None,
+        distribution: str | None = None,
+        subject: Subject = "driver",
+        values: Mapping[str, str] | None = None,
     ) -> str:
-        """The fix with ``label`` and ``distribution`` filled in for ``subject``; empty when
-        there is nothing to do."""
+        """The fix with ``label``, ``distribution`` and the other placeholders of ``values``
+        (``PROJECT``, ``WHEEL``) filled in for ``subject``, each quoted for the shell inside
+        a command; empty when there is nothing to do."""
         text = self.server_fix if subject == "server" and self.server_fix else self.fix
         if subject == "library":
             text = self.library_fix or text.replace(
@@ -61,11 +73,28 @@ class Reason:
             )
         elif subject == "plugin":
             text = text.replace("mcs-host lock LABEL", "mcs-host lock --plugin LABEL")
-        if label:
-            text = re.sub(r"\bLABEL\b", label.replace("\\", "\\\\"), text)
-        if distribution:
-            text = re.sub(r"\bDISTRIBUTION\b", distribution.replace("\\", "\\\\"), text)
-        return text
+        filled = {"LABEL": label, "DISTRIBUTION": distribution, **(values or {})}
+        known = {name: value for name, value in filled.items() if value}
+        if not known:
+            return text
+        parts = text.split("`")
+        for n, part in enumerate(parts):
+            quote = shlex.quote if n % 2 and is_command(part) else str
+            for name, value in known.items():
+                escaped = quote(value).replace("\\", "\\\\")
+                parts[n] = re.sub(rf"\b{name}\b", escaped, parts[n])
+        return "`".join(parts)
+
+
+COMMANDS = ("mcs-host ", "pip ")
+"""How a command a fix names in backticks begins, but for an interpreter's pip (``PYTHON -m
+pip ...``); the rest in backticks, such as ``--allow-unverified`` or ``allow_extensions =
+false``, is an option or a setting."""
+
+
+def is_command(text: str) -> bool:
+    """Whether ``text``, in backticks in a fix, is a command to run."""
+    return text.startswith(COMMANDS) or " -m pip " in text
 
 
 _REINSTALL = (
@@ -73,12 +102,18 @@ _REINSTALL = (
     "release from where it came: `pip install --force-reinstall --no-deps DISTRIBUTION` from "
     "your package index, else the wheel or directory you installed it from"
 )
-_PUBLISHER = "its publisher fixes it and releases a new version (`mcs-host check` in the project)"
+_PUBLISHER = "its publisher fixes it and releases a new version (mcs-host check in the project)"
 _LOCK_OR_ALLOW = (
     "check where it came from, then pin it and what it needs as installed: "
     "`mcs-host lock LABEL`; "
     "`--allow-unverified` (a driver alone: `allow_unverified = true` in its table) runs it "
     "unpinned, for development only"
+)
+
+_EXTRA_MCP = (
+    "install the mcp extra into the environment mcs-host runs in, from where mcs-host was "
+    "installed (from a clone of it: `pip install '.[mcp]'` in the clone, with that "
+    "environment's pip); the command line prints the command"
 )
 
 _TABLE = (
@@ -113,9 +148,9 @@ _TABLE = (
         "digest-mismatch",
         "its files differ from the registry's pin for this version: RECORD was rewritten to "
         "match them, or it is another build of the same version",
-        "if you changed it, bump its version (`mcs-host bump VERSION` in its project), "
-        "install that release and lock it; if you trust what is installed now, "
-        "`mcs-host lock LABEL --replace`",
+        "if you changed it and trust what is installed now, pin it again: "
+        "`mcs-host lock LABEL --replace`; else reinstall the release that was pinned (a "
+        "changed project is released under a new version: mcs-host bump in it)",
     ),
     Reason(
         "revoked",
@@ -164,20 +199,20 @@ _TABLE = (
     Reason(
         "bad-signature",
         "its publisher signature is malformed, or a signature by a trusted key does not verify",
-        "reinstall the wheel as published; its publisher signs it again (`mcs-host sign`)",
+        "reinstall the wheel as published, or its publisher signs it again (mcs-host sign)",
     ),
     Reason(
         "untrusted-key",
         "it is signed, but by no key the registry trusts for this driver",
-        "if you trust the signer, add its key to the driver's entry: "
-        "`mcs-host lock LABEL --publisher-key KEY` (it checks that KEY signed the installed "
-        "release)",
+        "if you trust the signer, add its key to the driver's entry: mcs-host lock LABEL with "
+        "--publisher-key and the key (it checks that the key signed the installed release)",
     ),
     Reason(
         "statement-mismatch",
         "its signed release statement is for other files, another distribution or version, "
         "or another object or id",
-        "reinstall the wheel as published; its publisher signs the release again (`mcs-host sign`)",
+        "reinstall the wheel as published, or its publisher signs the release again "
+        "(mcs-host sign)",
     ),
     Reason(
         "publisher-changed",
@@ -187,8 +222,8 @@ _TABLE = (
         "do not install it unless its publisher confirms the change (the message says when "
         "the repository's number is unchanged: a rename or transfer); then accept the new "
         "publisher as you add the release, stating the identity the message says its "
-        "certificate proves: `mcs-host add DISTRIBUTION --publisher NAME` shows both and asks "
-        "you to confirm (--yes for scripts)",
+        "certificate proves: mcs-host add DISTRIBUTION with --publisher and that identity "
+        "shows both and asks you to confirm (--yes for scripts)",
         library_fix="do not install it unless its publisher confirms the change (the message "
         "says when the repository's number is unchanged: a rename or transfer); then remove "
         "its entry from the registry's libraries and add the driver that needs it again "
@@ -199,7 +234,7 @@ _TABLE = (
         "the registry records a Trusted Publisher for it, and this release is pinned (or "
         "being pinned) without its provenance: a downgrade from attested releases",
         "install a release the registry pins with its provenance (`mcs-host verify "
-        "--provenance` lists them): `pip install DISTRIBUTION==VERSION`; if its publisher has "
+        "--provenance` lists them) with pip, naming its version; if its publisher has "
         "stopped attesting releases, confirm that with them, then remove `publisher` from its "
         "entry in the registry and pin it by its files",
     ),
@@ -207,16 +242,18 @@ _TABLE = (
         "editable-install",
         "an editable install (`pip install -e`): its code is a working tree, not a release, "
         "so no pin can vouch for it",
-        "build the wheel and install that (`python -m build`, then `pip install dist/*.whl`) "
-        "instead of `pip install -e`; `--allow-unverified` runs it unpinned, for development",
+        "build a wheel of its project (PROJECT, its directory) into dist and install that "
+        "in place of the editable install: `pip wheel --no-deps --wheel-dir dist PROJECT && "
+        "pip install --force-reinstall --no-deps dist/WHEEL-*.whl`, then pin it; "
+        "`--allow-unverified` runs it unpinned, for development",
     ),
     Reason(
         "extension-module",
         "it ships extension modules (native code, linked from its verified bytes; what it "
         "does is not checked), and the policy refuses native code (`allow_extensions = "
         "false` under `[trust]`, or `--no-allow-extensions`)",
-        "if you trust its native code, pass `--allow-extensions`, or remove `allow_extensions "
-        "= false` from `[trust]` in your configuration",
+        "if you trust its native code, set `allow_extensions = true` under `[trust]` in your "
+        "configuration, or give this command `--allow-extensions`",
     ),
     Reason(
         "foreign-module",
@@ -289,8 +326,8 @@ _TABLE = (
         "a host plugin has the label of an installed driver: `mcs-host lock LABEL` pins the "
         "driver alone, and the plugin, once pinned, runs in every command",
         "if you did not install the plugin for its hooks, uninstall the distribution the "
-        "message names for it; if you did, pin it by name: `mcs-host lock --plugin LABEL "
-        "--distribution NAME`",
+        "message names for it; if you did, pin it by name: mcs-host lock --plugin LABEL with "
+        "--distribution and that distribution",
     ),
     Reason(
         "duplicate-distribution",
@@ -351,7 +388,10 @@ _TABLE = (
     Reason(
         "missing-dependency",
         "a distribution it requires is not installed",
-        "install what the message names (`pip install NAME`), then pin it if no registry does",
+        "install what DISTRIBUTION requires that is missing: `pip install DISTRIBUTION`; a "
+        "load then says whether what it installed needs pinning",
+        library_fix="install what is missing: `pip install DISTRIBUTION` (with what it "
+        "requires); a load then says whether it needs pinning",
     ),
     Reason(
         "dependency-rejected",
@@ -396,14 +436,16 @@ _TABLE = (
         "import-refused",
         "the import gate refused a module the driver imported, whose file is not verified: "
         "a warning (the driver went on as if the module were absent), a refusal in strict mode",
-        "pin the distribution that ships the file the message names: `mcs-host lock "
-        "--distribution NAME`",
+        "nothing of the module ran. If the driver needs it, the distribution that ships the "
+        "file the message names must be declared as its dependency (by its publisher, or in "
+        "`requires` of its registry entry) and pinned with it (mcs-host lock LABEL); if it "
+        "does not, uninstall that distribution, or load without --strict",
     ),
     Reason(
         "unverified-import",
         "a warning: code the policy allows ran from unverified files (one line per "
         "distribution; `load -v` lists the modules)",
-        "pin the distribution it names: `mcs-host lock --distribution NAME`",
+        "pin the driver with everything it needs, as installed: `mcs-host lock LABEL`",
     ),
     Reason(
         "import-error",
@@ -423,7 +465,7 @@ _TABLE = (
     Reason(
         "version-mismatch",
         "`meta.version` differs from its distribution's version (refused with `--strict`)",
-        "its publisher bumps both together: `mcs-host bump VERSION` in the project",
+        "its publisher bumps both together (mcs-host bump in the project)",
     ),
     Reason(
         "false-capability",
@@ -510,7 +552,8 @@ _TABLE = (
     Reason(
         "isolation-unavailable",
         "it is to run isolated, which needs the mcp extra",
-        "`pip install 'mcs-host[mcp]'`",
+        _EXTRA_MCP,
+        extra="mcp",
     ),
     Reason(
         "isolated-start",
@@ -526,7 +569,8 @@ _TABLE = (
     Reason(
         "mcp-unavailable",
         "mounting an MCP server needs the mcp extra",
-        "`pip install 'mcs-host[mcp]'`",
+        _EXTRA_MCP,
+        extra="mcp",
     ),
     Reason(
         "console-script",
@@ -555,7 +599,7 @@ _TABLE = (
         "unsigned",
         "a plain registry where a signed one is required: registry keys were given, or it was "
         "signed when last accepted",
-        "sign it (`mcs-host sign-registry`), or name it without `--registry-key` to use it "
+        "sign it (mcs-host sign-registry), or name it without `--registry-key` to use it "
         "as a local lock",
     ),
     Reason(

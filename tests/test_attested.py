@@ -528,7 +528,7 @@ def test_verify_refuses_an_installed_release_whose_pin_lost_its_provenance(
     )
     assert PUBLISHER in refused["message"]
     assert "downgrade" in refused["message"]
-    assert "`mcs-host verify --provenance`" in refused["fix"]
+    assert f"`mcs-host verify --provenance --registry {path}`" in refused["fix"]  # as run
     # a summary naming another repository than the entry's publisher
     release["provenance"] = {
         **summary,
@@ -549,7 +549,10 @@ def test_verify_provenance_without_the_attest_extra_says_how_to_install_it(
     done = _run(scene["real"], tmp_path / "home", "verify", "--provenance", "--registry", path)
     assert done.returncode == 1
     assert f"{NAME} 0.0.30: extra-missing: " in done.stdout
-    assert "  fix: pip install 'mcs-host[attest]'" in done.stdout
+    hint = "from mcs_host._install_hint import extra_command; print(extra_command('attest'))"
+    install = scene["real"].run("python", "-c", hint).stdout.strip()  # from where it came
+    assert install.endswith("[attest]'")
+    assert f"  fix: {install}" in done.stdout
 
 
 def _user_registry(scene: dict[str, Any], path: Path, *, attested: bool) -> Path:

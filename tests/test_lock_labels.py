@@ -219,7 +219,8 @@ def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
         assert done.returncode == (1 if args[0] == "verify" else 0), done.stderr
         lines = done.stdout.splitlines()
         (line,) = [n for n, text in enumerate(lines) if "plugin-shadows-driver: " + shadow in text]
-        assert "`mcs-host lock --plugin csv --distribution NAME`" in lines[line + 1], args
+        fix = "mcs-host lock --plugin csv with --distribution and that distribution"
+        assert fix in lines[line + 1], args
         if args[0] == "list":
             (row,) = [text for text in lines if text.split()[:2] == ["csv", "plugin"]]
             assert "plugin-shadows-driver" in row
@@ -237,7 +238,7 @@ def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
             ["csv"],
             ["csv-extras", "mcs-host-csv"],
         )
-        assert "`mcs-host lock --plugin csv --distribution NAME`" in problem["fix"]
+        assert "mcs-host lock --plugin csv with --distribution and that" in problem["fix"]
         if args[0] == "list":
             (plugin,) = document["plugins"]
             assert "plugin-shadows-driver" in plugin["problems"]

@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -28,6 +29,7 @@ from typing import Any, get_args
 
 import pytest
 
+from mcs_host._install_hint import extra_command
 from mcs_host.trust.provenance import (
     PROVENANCE_FIXES,
     TRUSTED_ROOT,
@@ -545,8 +547,10 @@ def test_without_the_extra_verification_says_how_to_install_it() -> None:
     reason, message, fix = done.stdout.strip().split("\n")
     assert reason == "extra-missing"
     assert message.startswith(WHEEL.name)
-    assert "pip install 'mcs-host[attest]'" in message
-    assert fix == "pip install 'mcs-host[attest]'"
+    install = extra_command("attest")  # this interpreter's pip, from where mcs-host came
+    assert install.startswith(f"{shlex.quote(sys.executable)} -m pip install ")
+    assert message.endswith(f": {install}")
+    assert fix == install
 
 
 @pytest.mark.parametrize("command", ["list", "verify", "load", "serve"])

@@ -10,10 +10,14 @@ One module: each report's text and its JSON side by side, so what one says the o
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mcs_host._install_hint import extra_command, source_of, wheel_name
 from mcs_host._reasons import REASONS, Subject
 from mcs_host.loading.records import MODULES
 
@@ -41,8 +45,16 @@ if TYPE_CHECKING:
     from mcs_host.trust.dependencies import DependencyCheck
 
 
-_LOCK = re.compile(r"`(mcs-host lock\b[^`]*)`")
-"""A ``mcs-host lock`` command quoted in a fix."""
+_AGAIN = re.compile(r"`(mcs-host (?:lock|verify)\b[^`]*)`")
+"""A ``mcs-host lock`` or ``verify`` command quoted in a fix: each reads the registries, the
+configuration and the search path the command that printed it read."""
+
+_EDITABLE = (
+    "build a wheel of its project and install that in place of the editable install (pip "
+    "wheel, then pip install of the wheel), then pin it; `--allow-unverified` runs it "
+    "unpinned, for development"
+)
+"""The fix of an editable install whose project directory is not known."""
 
 
 def fix(
@@ -54,12 +66,44 @@ def fix(
 ) -> str | None:
     """What to do about ``code`` for ``label`` (of ``distribution``); ``None`` when there is
     nothing to do or the code is not a reason code. ``again`` (words, each after a space)
-    ends each ``mcs-host lock`` command of it."""
+    ends each ``mcs-host lock`` and ``verify`` command of it (its ``--path`` words say where
+    ``distribution`` is installed)."""
     reason = REASONS.get(code)
-    found = reason.fix_for(label, distribution, subject) if reason else ""
+    if reason is None or not reason.fix:
+        return None
+    if reason.extra:
+        return (
+            f"install the {reason.extra} extra into the environment mcs-host runs in, from "
+            f"where it was installed: `{extra_command(reason.extra)}`"
+        )
+    values = {}
+    if code == "editable-install" and distribution:
+        project = _editable_project(distribution, again)
+        if project is None:
+            return _EDITABLE
+        values = {"PROJECT": project, "WHEEL": wheel_name(distribution)}
+    found = reason.fix_for(label, distribution, subject, values)
     if found and again:
-        found = _LOCK.sub(lambda m: f"`{m.group(1)}{again}`", found)
+        found = _AGAIN.sub(lambda m: f"`{m.group(1)}{again}`", found)
     return found or None
+
+
+def _editable_project(distribution: str, again: str) -> str | None:
+    """The project directory the editable install of ``distribution`` (found where the
+    ``--path`` words of ``again`` say, else on ``sys.path``) was made from."""
+    from mcs_host.discovery import installed_distribution
+
+    words = shlex.split(again)
+    paths = [words[n + 1] for n, word in enumerate(words[:-1]) if word == "--path"]
+    found = installed_distribution(distribution, paths or sys.path)
+    if found is None:
+        return None
+    try:
+        with open(os.path.join(found[2], "direct_url.json"), encoding="utf-8") as file:
+            source = source_of(file.read(64 * 1024))
+    except OSError:
+        return None
+    return source.location if source.kind == "directory" else None
 
 
 def fix_lines(
@@ -122,12 +166,13 @@ def _dependency_fix(r: VerifyRecord, d: DependencyCheck, again: str) -> str | No
 
 
 def _refusal_fix(r: VerifyRecord, again: str) -> str | None:
-    """The fix for why load would refuse ``r`` after verification: for a dependency refused
-    or unverified, the fix of that dependency."""
+    """The fix for why load would refuse ``r`` after verification: for a dependency refused,
+    unverified or missing, the fix of that dependency."""
     assert r.refusal is not None
     wanted = {
         "dependency-rejected": ("rejected", "revoked"),
         "unverified-dependency": ("unverified",),
+        "missing-dependency": ("missing",),
     }
     statuses = wanted.get(r.refusal[0], ())
     culprit = next((d for d in r.dependencies if d.status in statuses), None)

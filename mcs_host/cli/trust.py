@@ -243,8 +243,8 @@ def lock_drivers(
         fail(
             f"{exc}; nothing was written. A publisher key is trusted only for a release it "
             "signed (`mcs-host sign`): check the key with its publisher, or, if you checked "
-            f"the installed release, pin it by its files instead: `mcs-host lock {exc.label}"
-            f"{plain}`"
+            f"the installed release, pin it by its files instead: `mcs-host lock "
+            f"{_q(exc.label)}{plain}`"
         )
     except (ValueError, OSError, RegistryError) as exc:
         fail(str(exc))
@@ -444,7 +444,7 @@ def _needed(
         if need.found is None:
             typer.echo(
                 f"note: {need.required_by} needs {need.distribution}, which is not installed: "
-                f"it will not load until you install it (`pip install {need.distribution}`) "
+                f"it will not load until you install it (`pip install {_q(need.distribution)}`) "
                 "and run this again",
                 err=True,
             )
@@ -634,22 +634,22 @@ _Claim = tuple[str, str]
 def _driver_claim(label: str, driver: Candidate, asked: _Asked) -> _Claim:
     return (
         f"the driver of {driver.distribution} {driver.version} ({ENTRY_POINT_GROUP})",
-        f"mcs-host lock {label} --distribution {driver.project}{asked.again}",
+        f"mcs-host lock {_q(label)} --distribution {_q(driver.project)}{asked.again}",
     )
 
 
 def _declared_claim(label: str, entry: DriverEntry, asked: _Asked) -> _Claim:
     return (
         f"the driver a registry declares for {entry.distribution} ({entry.object})",
-        f"mcs-host lock {label} --distribution {entry.distribution}{asked.again}",
+        f"mcs-host lock {_q(label)} --distribution {_q(entry.distribution)}{asked.again}",
     )
 
 
 def _plugin_claim(label: str, plugin: Candidate, asked: _Asked, several: bool) -> _Claim:
-    which = f" --distribution {plugin.project}" if several else ""
+    which = f" --distribution {_q(plugin.project)}" if several else ""
     return (
         f"the host plugin of {plugin.distribution} {plugin.version} ({PLUGIN_GROUP})",
-        f"mcs-host lock --plugin {label}{which}{asked.again}",
+        f"mcs-host lock --plugin {_q(label)}{which}{asked.again}",
     )
 
 
@@ -666,7 +666,7 @@ def _refuse_shared(
             (
                 f"the MCP server [mcp_servers.{label}] of the configuration "
                 f"({asked.servers[label]})",
-                f"mcs-host lock --server {label}{asked.again}",
+                f"mcs-host lock --server {_q(label)}{asked.again}",
             )
         )
     if len(claims) > 1 or not drivers:
@@ -697,8 +697,8 @@ def _note_plugin(label: str, distribution: str, version: str, asked: _Asked) -> 
     the command that pins it."""
     typer.echo(
         f"note: {distribution} {version} ships the host plugin {label}, not pinned (a host "
-        f"plugin runs in every command once pinned): `mcs-host lock --plugin {label} "
-        f"--distribution {normalize_name(distribution)}{asked.again}` pins it",
+        f"plugin runs in every command once pinned): `mcs-host lock --plugin {_q(label)} "
+        f"--distribution {_q(normalize_name(distribution))}{asked.again}` pins it",
         err=True,
     )
 
@@ -742,6 +742,11 @@ def _again(
     for key in publisher_keys or ():
         words += ["--publisher-key", key]
     return "".join(f" {shlex.quote(word)}" for word in words)
+
+
+def _q(word: str) -> str:
+    """``word`` quoted for the shell, as a command a message names needs it."""
+    return shlex.quote(word)
 
 
 def _servers(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from pydantic import ValidationError
 
+from mcs_host._install_hint import extra_command
 from mcs_host.contract import DriverMeta, Tool
 from mcs_host.interfaces import ToolError
 from mcs_host.trust import _origins
@@ -130,9 +131,8 @@ def require_mcp_extra(reason: str, why: str) -> None:
     try:
         import mcp  # noqa: F401, PLC0415 - the mcp extra
     except ImportError:
-        raise Refused(
-            "failed", reason, f"{why} the MCP extra: pip install 'mcs-host[mcp]'"
-        ) from None
+        install = extra_command("mcp")
+        raise Refused("failed", reason, f"{why} the MCP extra: {install}") from None
 
 
 def live_check(

@@ -45,10 +45,10 @@ from mcs_host._files import (
 from mcs_host._reasons import REASONS
 
 from .provenance import (
-    PROVENANCE_FIXES,
     ProvenanceError,
     ProvenanceReason,
     VerifiedProvenance,
+    provenance_fix,
     verify_provenance_sha256,
 )
 from .publishers import PublisherIdentity, identity_mismatch
@@ -270,7 +270,7 @@ class Rechecked:
             return _fix("publisher-changed", self.distribution)
         if self.problem in STORED_FIXES:
             return STORED_FIXES[self.problem]  # type: ignore[index]
-        return PROVENANCE_FIXES[self.problem]  # type: ignore[index]
+        return provenance_fix(self.problem)  # type: ignore[arg-type]
 
 
 def recheck(

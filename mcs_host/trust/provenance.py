@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from mcs_host._install_hint import extra_command
 from mcs_host.trust.publishers import Certified, Mismatch, PublisherIdentity, identity_mismatch
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ _MISMATCHES: Mapping[Mismatch, ProvenanceReason] = MappingProxyType(
 _BYTES = "until then, check the release yourself and pin it from its bytes"
 PROVENANCE_FIXES: Mapping[ProvenanceReason, str] = MappingProxyType(
     {
-        "extra-missing": "pip install 'mcs-host[attest]'",
+        "extra-missing": "install the attest extra into the environment mcs-host runs in, "
+        "from where mcs-host was installed (the message has the command)",
         "malformed": "give the provenance the index serves for this file (its Integrity API), "
         "or the .publish.attestation file written beside it",
         "no-publish-attestation": f"ask its publisher to upload with Trusted Publishing; {_BYTES}",
@@ -122,7 +124,15 @@ class ProvenanceError(Exception):
     @property
     def fix(self) -> str:
         """What to do about it."""
-        return PROVENANCE_FIXES[self.reason]
+        return provenance_fix(self.reason)
+
+
+def provenance_fix(reason: ProvenanceReason) -> str:
+    """What to do about ``reason``: for a missing extra, the command that installs it from
+    where mcs-host was installed."""
+    if reason == "extra-missing":
+        return extra_command("attest")
+    return PROVENANCE_FIXES[reason]
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +273,7 @@ def _import_extra(filename: str) -> None:
         raise ProvenanceError(
             "extra-missing",
             filename,
-            f"checking provenance needs the attest extra ({error}): pip install 'mcs-host[attest]'",
+            f"checking provenance needs the attest extra ({error}): {extra_command('attest')}",
         ) from None
 
 
