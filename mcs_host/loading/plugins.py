@@ -12,7 +12,6 @@ such a call and it is served to an MCP client, the client's user is asked
 
 from __future__ import annotations
 
-import asyncio
 import json
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -169,6 +168,8 @@ def ask_user(call: ToolCall, required: Approval) -> bool | str | Awaitable[bool 
     """The verdict on ``call`` of the user of the MCP client it is served to: an awaitable
     of it on the serving event loop (the orchestrator's async path awaits it), the verdict
     itself in any other thread; the denial when there is no one to ask."""
+    import asyncio  # noqa: PLC0415 - gated calls only: a load without MCP never imports it
+
     from mcs_host.bridge.elicitation import client_user  # noqa: PLC0415 - gated calls only
 
     user = client_user()

@@ -6,16 +6,15 @@ whose in-toto statement names the file and its sha256, signed with a short-lived
 certificate for the workflow's OIDC identity and logged in Rekor. :func:`verify_provenance`
 checks every attestation against Sigstore's production trusted root shipped in this package
 (``sigstore_trusted_root.json``, as sigstore 4.5.1 ships it), each certificate at the time the
-log integrated its entry: a clock set ahead changes nothing, and one set back before the
-root's keys begin (October 2022, for its CT log) refuses, as sigstore drops keys not yet valid.
+log integrated its entry: a clock set ahead changes nothing; one set back before the root's
+keys begin (October 2022) refuses.
 The publisher is read from the certificate (:class:`~mcs_host.trust.publishers.Certified`),
 never from the provenance's ``publisher`` object, which is not signed. Nothing is fetched and
 nothing is written: the verifier is built from the packaged root, never from the library's
 cache of it.
 
 ``sigstore`` and ``pypi_attestations`` (the ``attest`` extra) are imported by the first
-verification (about half a second); importing this module imports only the standard library
-(and ``publishers``).
+verification (about half a second), not by importing this module.
 """
 
 from __future__ import annotations
@@ -96,8 +95,7 @@ PROVENANCE_FIXES: Mapping[ProvenanceReason, str] = MappingProxyType(
         "malformed": "give the provenance the index serves for this file (its Integrity API), "
         "or the .publish.attestation file written beside it",
         "no-publish-attestation": f"ask its publisher to upload with Trusted Publishing; {_BYTES}",
-        "filename-mismatch": "give the provenance of this very file: the index serves one "
-        "per file name",
+        "filename-mismatch": "give the provenance of this very file (the index has one per file)",
         "sha256-mismatch": _AGAIN,
         "certificate-invalid": _AGAIN,
         "log-entry-invalid": _AGAIN,
@@ -390,18 +388,13 @@ def _statement(payload_type: str, payload: bytes, filename: str) -> tuple[str, s
 def _dist_name(filename: str) -> tuple[object, ...] | None:
     """A wheel's or sdist's name and version (and tags) as installers read them; ``None`` for
     another file name."""
-    from packaging.utils import (
-        InvalidSdistFilename,
-        InvalidWheelFilename,
-        parse_sdist_filename,
-        parse_wheel_filename,
-    )
+    from packaging import utils
 
     try:
         if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)
+            return utils.parse_wheel_filename(filename)
         if filename.endswith((".tar.gz", ".zip")):
-            return parse_sdist_filename(filename)
-    except (InvalidWheelFilename, InvalidSdistFilename):
+            return utils.parse_sdist_filename(filename)
+    except (utils.InvalidWheelFilename, utils.InvalidSdistFilename):
         return None
     return None
