@@ -368,10 +368,17 @@ def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
     # a host plugin's label alone pins nothing: lock names the option that does, which works
     refused = mcs_host(scene, state, "lock", "audit", "--registry", registry)
     assert refused.returncode == 2
-    assert f"`mcs-host lock --plugin audit --registry {registry}`" in refused.stderr
-    ids = ("--id", f"audit={PLUGIN_ID}")
-    locked = mcs_host(scene, state, "lock", "--plugin", "audit", *ids, "--registry", registry)
+    printed = f"mcs-host lock --plugin audit --registry {registry}"
+    assert f"`{printed}`" in refused.stderr
+    # the plugin ships no mcs-driver.json: lock keys its entry by distribution and label
+    locked = mcs_host(scene, state, *shlex.split(printed)[1:])
     assert locked.returncode == 0, locked.stderr
+    entry = json.loads(Path(registry).read_text())["drivers"]["audit-plugin:plugin:audit"]
+    assert (entry["distribution"], entry["label"]) == ("audit-plugin", "audit")
+    again = mcs_host(scene, state, *shlex.split(printed)[1:])  # the same entry, not another
+    assert again.returncode == 0, again.stderr
+    keys = json.loads(Path(registry).read_text())["drivers"]
+    assert [k for k, e in keys.items() if e["label"] == "audit"] == ["audit-plugin:plugin:audit"]
     document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
     assert [(p["label"], p["status"]) for p in document["plugins"]] == [("audit", "mounted")]
     ran(scene)

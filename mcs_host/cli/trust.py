@@ -87,7 +87,10 @@ def lock_drivers(
     ids: Annotated[
         list[str] | None,
         typer.Option(
-            "--id", help="LABEL=ID for a driver without mcs-driver.json.", metavar="LABEL=ID"
+            "--id",
+            help="LABEL=ID for a driver without mcs-driver.json (default: "
+            "DISTRIBUTION:driver:LABEL).",
+            metavar="LABEL=ID",
         ),
     ] = None,
     trust: Annotated[

@@ -196,6 +196,22 @@ class Release:
         return "its files could not all be read"
 
 
+def _own_id(drivers: Mapping[str, DriverEntry], project: str, label: str, group: str) -> str:
+    """The id ``lock`` gives a driver (or host plugin) that ships no manifest and was given
+    none: the id of the registry's one entry for it, else one made of its distribution,
+    group and label (the id only keys the entry: a load finds it by distribution and
+    label)."""
+    known = [
+        driver_id
+        for driver_id, entry in drivers.items()
+        if (entry.distribution, entry.label, entry.group) == (project, label, group)
+    ]
+    if len(known) == 1:
+        return known[0]
+    kind = "plugin" if group == PLUGIN_GROUP else "driver"
+    return f"{project}:{kind}:{label}"
+
+
 def _describe(
     distribution: str,
     version: str,
@@ -554,6 +570,8 @@ def lock(
             shared = group == PLUGIN_GROUP and any(label == name for name, _ in own)
             meta = None if shared else release.metas.get(label)
             driver_id = meta.id if meta is not None else (ids or {}).get(label)
+            if driver_id is None and label not in release.unnamed:
+                driver_id = _own_id(drivers, release.project, label, group)
             if driver_id is None:
                 raise ValueError(release.no_id(label, value))
             entry = drivers.get(driver_id) or DriverEntry(
