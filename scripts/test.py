@@ -5,8 +5,9 @@
     python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
 
 For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras and
-the bundled plugins installed editable, then mypy and pytest (one worker per core, pytest-xdist).
-ruff (lint and format check) runs once.
+the bundled plugins installed editable, then mypy, then the wheelhouse the tests install from
+(built once, for every worker) and pytest (one worker per core, pytest-xdist, sharing one uv
+cache). ruff (lint and format check) runs once.
 A version whose interpreter is missing is reported as skipped; any failure exits 1.
 """
 
@@ -18,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,7 +81,9 @@ def venv_python(version: str, interpreter: str) -> Path:
 
 def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bool) -> bool:
     python = str(venv_python(version, interpreter))
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    # children keep their bytecode: a fixture venv's host starts compile its modules once
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     editable = ["-e", ".[test,mcp,docs,attest]"]
     for plugin in PLUGINS:
         editable += ["-e", str(plugin.relative_to(ROOT))]
@@ -91,9 +95,18 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
         ok &= step("ruff check", [python, "-m", "ruff", "check", "."], env)
         ok &= step("ruff format --check", [python, "-m", "ruff", "format", "--check", "."], env)
     ok &= step(f"{version}: mypy", [python, "-m", "mypy", "--python-version", version], env)
-    # one worker per core; a module's tests stay on one worker, so its fixtures are built once
-    parallel = ["-n", "auto", "--dist", "loadscope"]
-    ok &= step(f"{version}: pytest", [python, "-m", "pytest", "-v", *parallel, *pytest_args], env)
+    with tempfile.TemporaryDirectory(prefix=f"mcs-host-test-{version}-") as shared:
+        # built once here, not once per worker (tests/conftest.py reads the variables)
+        house, cache = Path(shared) / "wheelhouse", Path(shared) / "uv-cache"
+        build = "import sys, pathlib, conftest; conftest.make_wheelhouse(pathlib.Path(sys.argv[1]))"
+        tests = {**env, "PYTHONPATH": str(ROOT / "tests")}
+        if not step(f"{version}: wheelhouse", [python, "-c", build, str(house)], tests):
+            return False
+        env = {**env, "MCS_HOST_TEST_WHEELHOUSE": str(house), "MCS_HOST_TEST_UV_CACHE": str(cache)}
+        # one worker per core; a module's tests stay on one worker (its fixtures built once)
+        parallel = ["-n", "auto", "--dist", "loadscope"]
+        command = [python, "-m", "pytest", "-v", *parallel, *pytest_args]
+        ok &= step(f"{version}: pytest", command, env)
     return ok
 
 
