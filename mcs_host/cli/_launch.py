@@ -1,7 +1,7 @@
 """The ``mcs-host`` console script.
 
 Before it imports anything else, the command line locks the process down: the import gate
-(:mod:`mcs_host._gate`) lets it run only the standard library, the host's own installation
+(:mod:`mcs_host.trust._gate`) lets it run only the standard library, the host's own installation
 and what the host verifies or its policy allows, so a module planted in site-packages under
 a name some library probes for (``nt``, ``_winapi``, ``org``, ``bcrypt``...) never runs; and
 the unsafe first ``sys.path`` entry (the script's directory, or the current directory under

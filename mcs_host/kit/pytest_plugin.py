@@ -1,9 +1,9 @@
 """The pytest plugin mcs-host installs: fixtures for testing drivers.
 
 ``mcs_conformance(driver, **settings)`` checks a driver with
-:func:`mcs_host.conformance.check_driver` and fails the test on any error; it returns every
+:func:`mcs_host.kit.conformance.check_driver` and fails the test on any error; it returns every
 finding, so a test can look at the warnings too. ``mcs_test_host`` is
-:func:`mcs_host.testing.make_test_host`.
+:func:`mcs_host.kit.testing.make_test_host`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ def mcs_conformance() -> Callable[..., tuple[Any, ...]]:
 
 @pytest.fixture
 def mcs_test_host() -> Callable[..., Any]:
-    """:func:`mcs_host.testing.make_test_host`: ``make(drivers, settings=..., **config)``
+    """:func:`mcs_host.kit.testing.make_test_host`: ``make(drivers, settings=..., **config)``
     loads ``drivers`` (label -> instance, class or factory) without autoload, plugins or
-    registries, and returns the :class:`Loaded` stack to call tools through."""
+    registries, and returns the :class:`~mcs_host.loading.records.Loaded` stack to call tools
+    through."""
     from .testing import make_test_host  # noqa: PLC0415
 
     return make_test_host

@@ -70,9 +70,9 @@ _NAMES = ("registries", "registry_keys", "allow", "deny", "require_capabilities"
 
 
 def checked_options(function: str, options: Mapping[str, object]) -> dict[str, Any]:
-    """``options`` given to ``function`` as the overrides :func:`~mcs_host.loading.config.
-    load_config` takes: the trust settings gathered in ``trust``, a ``str`` for a list of names
-    made one name, ``None`` left out.
+    """``options`` given to ``function`` as the overrides
+    :func:`~mcs_host.loading.config.load_config` takes: the trust settings gathered in
+    ``trust``, a ``str`` for a list of names made one name, ``None`` left out.
 
     Raises :class:`TypeError` for a keyword that is not a key of :class:`LoadOptions` (naming
     the closest and every one), or a trust setting given twice; :class:`ConfigError` for a

@@ -52,7 +52,8 @@ class HostHooks:
     @hookspec
     def mcs_host_consent(self, call: ToolCall) -> bool | str | ToolCall | None:
         """Approve (``True``), deny (``False``, or a string saying why), approve an edited
-        call (a :class:`~mcs_host.calls.ToolCall`), or abstain (``None``) before a call runs.
+        call (a :class:`~mcs_host.orchestration.calls.ToolCall`), or abstain (``None``) before
+        a call runs.
 
         Any denial wins; the model is told the call was not approved, and why.
         """

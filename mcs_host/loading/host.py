@@ -159,8 +159,9 @@ def load_drivers(
     :class:`LoadOptions` (``strict=True``, ``allow_extensions=False``...).
 
     Raises :class:`TypeError` for an argument of the wrong type or an unknown keyword (naming
-    the keywords it takes), :class:`ConfigError` for a setting refused (naming the argument,
-    or the file and key that gave it), :class:`LoadError` when the report has errors.
+    the keywords it takes), :class:`~mcs_host.loading.config.ConfigError` for a setting
+    refused (naming the argument, or the file and key that gave it), :class:`LoadError` when
+    the report has errors.
     """
     if config is not None and not isinstance(config, (HostConfig, str, os.PathLike)):
         raise TypeError(

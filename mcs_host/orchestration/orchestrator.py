@@ -7,20 +7,21 @@ name is namespaced, with ``namespace="always"``), cut to the ``[A-Za-z0-9_-]{1,6
 provider APIs accept. Routing a call is one dictionary lookup.
 
 Each call is validated against its tool's JSON Schema before it runs.
-:meth:`Orchestrator.detect` finds calls without running them and :meth:`execute` runs them, so
-a client (or the ``consent`` callback) can approve, edit or deny each one in between;
-:meth:`Orchestrator.process_llm_response` does both. An exception in a tool becomes a failed
-call, never an exception for the client; so does ``sys.exit()`` and a closed or replaced
-standard stream (which is put back). :meth:`aprocess_llm_response` and :meth:`aexecute` are
-the same steps on an event loop: async tools are awaited, sync ones run in a worker thread.
+:meth:`Orchestrator.detect` finds calls without running them and
+:meth:`Orchestrator.execute` runs them, so a client (or the ``consent`` callback) can
+approve, edit or deny each one in between; :meth:`Orchestrator.process_llm_response` does
+both. An exception in a tool becomes a failed call, never an exception for the client; so
+does ``sys.exit()`` and a closed or replaced standard stream (which is put back).
+:meth:`Orchestrator.aprocess_llm_response` and :meth:`Orchestrator.aexecute` are the same
+steps on an event loop: async tools are awaited, sync ones run in a worker thread.
 
 Consent and audit belong to the orchestrator that mounts the tool.
 :meth:`Orchestrator.execute_tool` and :meth:`Orchestrator.aexecute_tool`, what an orchestrator
 stacked in another is called with, take the same steps for one call (admit, consent, run,
-audit) and raise where :meth:`execute` answers: a denial as a :class:`ToolError` the stacking
-orchestrator answers as its own denial, the tool's exception as it was raised. So a call
-reaches a tool only through the consent and the audit of every orchestrator on its way,
-however deep the stack and whichever entry point.
+audit) and raise where :meth:`Orchestrator.execute` answers: a denial as a
+:class:`ToolError` the stacking orchestrator answers as its own denial, the tool's exception
+as it was raised. So a call reaches a tool only through the consent and the audit of every
+orchestrator on its way, however deep the stack and whichever entry point.
 
 One module: the orchestrator is one class whose mounting, routing, call execution and stacking
 share its tables of tools and drivers.

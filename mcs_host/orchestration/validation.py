@@ -406,7 +406,7 @@ def _quick(node: _Node) -> Callable[[Any], bool]:
     """The fast acceptance test of ``node``: only the keywords it has, no paths, no copies.
 
     Children are reached through their own ``quick`` when called, so recursive schemas
-    compile. ``oneOf``, and an ``anyOf`` whose first form does not fit, go to :meth:`check`.
+    compile. ``oneOf``, and an ``anyOf`` whose first form does not fit, go to :meth:`_Node.check`.
     """
     checks: list[Callable[[Any], bool]] = []
     if node.any_of:

@@ -1,7 +1,7 @@
 """The import gate: one meta path finder decides which code the host lets run.
 
 :class:`VerifiedImporter` sits first on ``sys.meta_path``. It claims by name the modules of
-verified distributions (their loaders, in :mod:`mcs_host.importer`, compile or load only the
+verified distributions (their loaders, in :mod:`mcs_host.trust._loaders`, compile or load only the
 verified bytes) and the namespace packages on their dotted paths, so no other path entry,
 ``.pth`` file or finder can provide them. Every other import is judged when it matters —
 while code of a verified distribution is on the stack, or everywhere in a locked-down process
@@ -82,7 +82,7 @@ class _Claim(NamedTuple):
     location: str
     """The directory the distribution is installed in."""
     module: Any
-    """Its :class:`~mcs_host.integrity.ModuleFile`."""
+    """Its :class:`~mcs_host.trust.digest.ModuleFile`."""
     extension: bool
     owner: str
 

@@ -3,7 +3,7 @@
 Before import, :func:`check_dependencies` walks the driver distribution's requirements (and
 those the registry says it needs without declaring them), transitively. A distribution of the
 host's own installation (mcs-host and what it requires, as the running host resolved them; see
-:mod:`mcs_host._origins`) is trusted as the host is — by its installed copy, never by its
+:mod:`mcs_host.trust._origins`) is trusted as the host is — by its installed copy, never by its
 name; any other is verified like a driver: its installed files, then the registry's
 ``libraries`` pins. :func:`judge_dependencies` says what the trust policy makes of the checks,
 for ``load`` and ``verify`` alike. A pinned dependency's modules are imported through the
