@@ -162,3 +162,26 @@ class Speaker(MCSToolDriver):
         args = parse_arguments(tool_name, SpeakArgs, arguments)
         text = args.text.upper() if args.loud else args.text
         return f"{args.to}: {text}" if args.to else text
+
+
+GATED_SERVER = """\
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("gated")
+
+
+@app.tool()
+def wipe(path: str) -> str:
+    \"\"\"Wipe a path.\"\"\"
+    with open(sys.argv[1], "a") as marker:
+        marker.write(f"wiped {path}\\n")
+    return "wiped"
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+"""An MCP server script (the SDK's ``MCPServer``) whose tool ``wipe`` appends to the marker
+file named by its first argument: what a consent-gated call must not reach unapproved."""

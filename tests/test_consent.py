@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_drivers import GATED_SERVER as SERVER
 
 from mcs_host import (
     DriverMeta,
@@ -368,26 +369,6 @@ def test_a_host_stacks_consent_plugin_holds_inside_a_plain_orchestrator(
 
 
 # -- load_drivers: an MCP server whose every call needs a consent plugin's approval ------------
-
-SERVER = """\
-import sys
-
-from mcp.server.mcpserver import MCPServer
-
-app = MCPServer("gated")
-
-
-@app.tool()
-def wipe(path: str) -> str:
-    \"\"\"Wipe a path.\"\"\"
-    with open(sys.argv[1], "a") as marker:
-        marker.write(f"wiped {path}\\n")
-    return "wiped"
-
-
-if __name__ == "__main__":
-    app.run()
-"""
 
 
 def gated_load(directory: Path, consent: bool | None = None) -> Any:

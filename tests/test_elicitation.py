@@ -24,29 +24,10 @@ pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test c
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
+from sample_drivers import GATED_SERVER as SERVER
 
 from mcs_host import DriverMeta, HostConfig, MCSToolDriver, Orchestrator, Tool, load_drivers
 from mcs_host.bridge.server import mcp_server
-
-SERVER = """\
-import sys
-
-from mcp.server.mcpserver import MCPServer
-
-app = MCPServer("gated")
-
-
-@app.tool()
-def wipe(path: str) -> str:
-    \"\"\"Wipe a path.\"\"\"
-    with open(sys.argv[1], "a") as marker:
-        marker.write(f"wiped {path}\\n")
-    return "wiped"
-
-
-if __name__ == "__main__":
-    app.run()
-"""
 
 
 def served(tmp_path: Path) -> tuple[StdioServerParameters, Path]:
