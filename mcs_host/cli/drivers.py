@@ -535,11 +535,14 @@ def loaded_or_exit(
     *,
     approve: bool = False,
     again: str = "",
+    whole: bool = False,
 ) -> tuple[Loaded, LoadReport]:
     """Load the stack, saying on stderr how each mount went and each error; exit 1 when the
     load failed. The report's errors include what was asked for and did not mount (the
     caller exits 1 for them once it has done its work, or before, as ``serve`` does).
-    ``again``: the options each ``mcs-host lock`` of a fix line keeps."""
+    ``again``: the options each ``mcs-host lock`` of a fix line keeps. ``whole``: each
+    ``error:`` line whole, never "as said above" (an isolated driver's parent reads only
+    those lines)."""
     loaded, report, explained = _load(settings, labels, path, approve=approve)
     for refused in report.registry_errors:
         typer.echo(f"registry refused: {refused}", err=True)
@@ -559,7 +562,7 @@ def loaded_or_exit(
             ):
                 typer.echo(line, err=True)
     if loaded is None or not report.ok:
-        for error in _error_texts(report, explained, again):
+        for error in _error_texts(report, explained, again, whole):
             typer.echo(f"error: {error}", err=True)
     if loaded is None:
         raise typer.Exit(1)
@@ -568,15 +571,17 @@ def loaded_or_exit(
     return loaded, report
 
 
-def _error_texts(report: LoadReport, explained: Sequence[Unplaced], again: str) -> list[str]:
+def _error_texts(
+    report: LoadReport, explained: Sequence[Unplaced], again: str, whole: bool = False
+) -> list[str]:
     """The report's errors as the text prints them: a refusal printed with its mount is not
-    printed again (:func:`said_once`); a label the configuration does not name is followed
-    by the fix of what verifying it decided."""
+    printed again (:func:`said_once`) unless ``whole``; a label the configuration does not
+    name is followed by the fix of what verifying it decided."""
     texts = []
     refused = {u.whole: u for u in explained if u.refusal is not None}
-    for error, shown in zip(
-        report.errors, said_once(report.errors, (*report.records, *report.plugins)), strict=True
-    ):
+    records = (*report.records, *report.plugins)
+    shortened = report.errors if whole else said_once(report.errors, records)
+    for error, shown in zip(report.errors, shortened, strict=True):
         placed = refused.get(error)
         if placed is None or placed.refusal is None:
             texts.append(shown)

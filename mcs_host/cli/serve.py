@@ -163,7 +163,9 @@ def serve_command(
     # (a test's runner), this keeps what a driver prints while it loads off stdout
     with _stdout_to_stderr():
         again = options.lock_again(settings)
-        loaded, report = loaded_or_exit(settings, options.path, labels or (), again=again)
+        loaded, report = loaded_or_exit(
+            settings, options.path, labels or (), again=again, whole=isolated
+        )
         if not report.mounted:  # nothing to serve
             loaded.close()
             fail("not serving: no driver or MCP server mounted", code=1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -317,18 +318,36 @@ def _sample_call(driver: ToolDriverLike, tool: Tool, out: list[ConformanceResult
             ConformanceResult(
                 "error",
                 "result-not-json",
-                f"tool {tool.name!r} returned a result that is not JSON: {_not_json(exc)}",
+                f"tool {tool.name!r} returned a result that is not JSON: {_not_json(exc, result)}",
             )
         )
 
 
-def _not_json(exc: BaseException) -> str:
-    """Why a value is not JSON, from what encoding it raised."""
+def _not_json(exc: BaseException, value: object) -> str:
+    """Why ``value`` is not JSON, from what encoding it raised."""
     text = str(exc)
     if text.startswith("Out of range float values"):
-        number = text.rpartition(": ")[2]
-        return f"it holds the number {number}, which JSON has none of (return null or a string)"
+        found = _non_finite(value)
+        number = "a NaN or an infinity" if found is None else f"the number {found}"
+        return f"it holds {number}, which JSON has none of (return null or a string)"
     return text or type(exc).__name__
+
+
+def _non_finite(value: object) -> float | None:
+    """The first NaN or infinity in ``value`` (lists, tuples, dicts' values), depth first."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item
+        if id(item) in seen:  # a container that holds itself
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return None
 
 
 def _standalone(driver: StandaloneDriverLike, out: list[ConformanceResult]) -> None:
