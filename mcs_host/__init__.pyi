@@ -114,8 +114,8 @@ from .trust.registry import (
     state_directory as state_directory,
     TrustIndex as TrustIndex,
     user_registry_path as user_registry_path,
-    write_atomic as write_atomic,
 )
+from ._files import write_atomic as write_atomic
 from .trust.release import (
     lock as lock,
     publisher_signers as publisher_signers,

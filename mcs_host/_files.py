@@ -204,7 +204,10 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
 def write_atomic(
     path: str | os.PathLike[str], data: bytes | str, what: str = "the file", *, mode: int = PRIVATE
 ) -> None:
-    """Replace the file ``path`` with ``data`` (text as UTF-8), whole; see :func:`replacing`."""
+    """Replace the file ``path`` with ``data`` (text as UTF-8) whole: never half written,
+    never through a symbolic link (one at ``path`` is refused), keeping the file's mode; a
+    new file gets ``mode`` less the umask (private, 0600, unless told). ``what`` names the
+    file in an error. See :func:`replacing`."""
     with replacing(path, what, mode=mode) as out:
         out.write(data.encode("utf-8") if isinstance(data, str) else data)
 

@@ -58,7 +58,7 @@ def read_served(path: str) -> Served | None:
 
 def write_served(path: str, record: Served) -> str | None:
     """Keep ``record`` at ``path``; why it could not be kept, or ``None``."""
-    from mcs_host.trust.registry import write_atomic
+    from mcs_host._files import write_atomic
 
     text = json.dumps({"tools": {k: list(v) for k, v in sorted(record.items())}}, indent=1)
     try:

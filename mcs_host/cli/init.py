@@ -42,13 +42,9 @@ def init_command(
     """Create your configuration (~/.config/mcs-host/config.toml) and registry
     (~/.config/mcs-host/registry.json), at the places every command reads by default; a file
     that exists is kept."""
+    from mcs_host._files import write_atomic
     from mcs_host.loading.config import user_config_path
-    from mcs_host.trust.registry import (
-        REGISTRY_FORMAT,
-        Registry,
-        user_registry_path,
-        write_atomic,
-    )
+    from mcs_host.trust.registry import REGISTRY_FORMAT, Registry, user_registry_path
 
     config = os.environ.get("MCS_HOST_CONFIG") or user_config_path()
     registry = user_registry_path()

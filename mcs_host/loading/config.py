@@ -53,6 +53,7 @@ from mcs_host._files import (
     locked,
     read_bytes,
     validation_lines,
+    write_atomic,
 )
 from mcs_host.discovery import LABEL_RULE, is_valid_label
 from mcs_host.trust.registry import (
@@ -64,7 +65,6 @@ from mcs_host.trust.registry import (
     load_index,
     server_problem,
     state_directory,
-    write_atomic,
 )
 from mcs_host.trust.signatures import PublicKey
 

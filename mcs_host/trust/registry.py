@@ -40,7 +40,6 @@ from pydantic import (
 )
 
 from mcs_host._files import (
-    PRIVATE,
     REGISTRY_LIMIT,
     SHARED,
     STATE_LIMIT,
@@ -49,8 +48,8 @@ from mcs_host._files import (
     locked,
     read_bytes,
     validation_lines,
+    write_atomic,
 )
-from mcs_host._files import write_atomic as _write_atomic
 from mcs_host._places import state_directory
 from mcs_host._reasons import known_reason
 from mcs_host.discovery import normalize_name
@@ -81,7 +80,6 @@ __all__ = [
     "load_registry",
     "state_directory",
     "user_registry_path",
-    "write_atomic",
 ]
 
 REGISTRY_FORMAT = "mcs-host-registry/2"
@@ -597,13 +595,6 @@ def is_envelope(data: bytes | str) -> bool:
 
 def _envelope_shaped(document: object) -> bool:
     return isinstance(document, dict) and "payloadType" in document
-
-
-def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int = PRIVATE) -> None:
-    """Replace ``path`` with ``text`` whole: never half written, never through a symbolic
-    link (one at ``path`` is refused), keeping the file's mode; a new file gets ``mode``
-    less the umask (private, 0600, unless told). See :func:`mcs_host._files.replacing`."""
-    _write_atomic(path, text, mode=mode)
 
 
 def _version_of(text: str) -> Version:
