@@ -74,10 +74,7 @@ from .trust.digest import (
     editable_source as editable_source,
     FileEntry as FileEntry,
     Finding as Finding,
-    module_files as module_files,
-    ModuleFile as ModuleFile,
     record_hash as record_hash,
-    resolve_module as resolve_module,
     scan_installed as scan_installed,
     scan_wheel as scan_wheel,
     SIGNATURE_FILE as SIGNATURE_FILE,
@@ -141,9 +138,14 @@ from ._reasons import (
     REASONS as REASONS,
     Reason as Reason,
 )
+from .trust.modules import (
+    extension_module_files as extension_module_files,
+    module_files as module_files,
+    ModuleFile as ModuleFile,
+    resolve_module as resolve_module,
+)
 from .trust.importer import (
     check_runtime_meta as check_runtime_meta,
-    extension_module_files as extension_module_files,
     shared_library_files as shared_library_files,
     import_driver as import_driver,
     ImportRefusedError as ImportRefusedError,

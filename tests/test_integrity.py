@@ -19,11 +19,10 @@ from distbuild import Project, build_wheel, install_target
 from mcs_host.trust.digest import (
     FileEntry,
     TreeDigest,
-    module_files,
-    resolve_module,
     scan_installed,
     scan_wheel,
 )
+from mcs_host.trust.modules import module_files, resolve_module
 
 pytestmark = pytest.mark.venv
 

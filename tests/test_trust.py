@@ -21,8 +21,9 @@ import pytest
 from distbuild import PLUGINS, ROOT, Project, Venv, build_wheel, install_target, pip
 from hostrun import driver_project, entry, pin, run_host, write_registry
 
-from mcs_host.trust.digest import ModuleFile, scan_installed, scan_wheel
+from mcs_host.trust.digest import scan_installed, scan_wheel
 from mcs_host.trust.importer import IntegrityError, VerifiedImporter
+from mcs_host.trust.modules import ModuleFile
 from mcs_host.trust.registry import REGISTRY_PAYLOAD_TYPE
 from mcs_host.trust.signatures import Envelope, PrivateKey
 

@@ -25,7 +25,7 @@ from mcs_host.discovery import (
     normalize_name,
     parse_entry_points,
 )
-from mcs_host.trust.digest import resolve_module
+from mcs_host.trust.modules import resolve_module
 from mcs_host.trust.registry import DriverEntry, Registry
 from mcs_host.trust.release import Release
 

@@ -82,7 +82,7 @@ class _Claim(NamedTuple):
     location: str
     """The directory the distribution is installed in."""
     module: Any
-    """Its :class:`~mcs_host.trust.digest.ModuleFile`."""
+    """Its :class:`~mcs_host.trust.modules.ModuleFile`."""
     extension: bool
     owner: str
 
@@ -117,7 +117,7 @@ class VerifiedImporter:
         libraries: Sequence[Any] = (),
     ) -> None:
         """Claim ``modules`` (source) and ``extensions`` (extension modules), the
-        :class:`~mcs_host.trust.digest.ModuleFile` records of a distribution installed under
+        :class:`~mcs_host.trust.modules.ModuleFile` records of a distribution installed under
         ``location``, for import from their verified bytes only; and the namespace packages on
         their dotted paths. Its ``libraries`` (the :class:`~mcs_host.trust.digest.FileEntry`
         of each shared object it ships) are what its extension modules may link. Raises

@@ -25,7 +25,7 @@ from ._native import copy_verified, linker
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
-    from .digest import ModuleFile
+    from .modules import ModuleFile
 
 
 class _VerifiedLoader(importlib.machinery.SourceFileLoader):

@@ -35,15 +35,9 @@ from mcs_host.discovery import (
 )
 
 from . import _origins
-from .digest import (
-    FileEntry,
-    ModuleFile,
-    TreeScan,
-    editable_source,
-    module_files,
-    scan_installed,
-)
-from .importer import extension_module_files, is_verified_module, shared_library_files
+from .digest import FileEntry, TreeScan, editable_source, scan_installed
+from .importer import is_verified_module, shared_library_files
+from .modules import ModuleFile, extension_module_files, module_files
 from .registry import ReleaseEntry, TrustIndex
 from .verification import TrustPolicy, release_decision
 

@@ -18,7 +18,6 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from importlib.machinery import EXTENSION_SUFFIXES
 
 from pydantic import ValidationError
 
@@ -29,7 +28,8 @@ from ._errors import IntegrityError
 from ._gate import ImportRefusedError, VerifiedImporter, gate
 from ._loaders import is_verified_module, loaded_from
 from ._native import is_shared_library
-from .digest import FileEntry, ModuleFile, TreeDigest
+from .digest import FileEntry, TreeDigest
+from .modules import ModuleFile, extension_module_files
 from .verification import Verification
 
 __all__ = [
@@ -37,25 +37,11 @@ __all__ = [
     "IntegrityError",
     "VerifiedImporter",
     "check_runtime_meta",
-    "extension_module_files",
     "import_driver",
     "is_verified_module",
     "shared_library_files",
     "verified_importer",
 ]
-
-
-def extension_module_files(digest: TreeDigest) -> tuple[ModuleFile, ...]:
-    """Every extension module in a listing, as the name it is imported by."""
-    found = []
-    for entry in digest.entries:
-        suffix = next((s for s in EXTENSION_SUFFIXES if entry.path.endswith(s)), None)
-        if suffix is None or ".dist-info/" in entry.path:
-            continue
-        parts = entry.path[: -len(suffix)].split("/")
-        if parts and all(part.isidentifier() for part in parts):
-            found.append(ModuleFile(".".join(parts), entry.path, entry.sha256, entry.size, False))
-    return tuple(found)
 
 
 def shared_library_files(digest: TreeDigest) -> tuple[FileEntry, ...]:

@@ -51,10 +51,10 @@ from .digest import (
     TreeScan,
     editable_source,
     record_hash,
-    resolve_module,
     scan_installed,
     scan_wheel,
 )
+from .modules import resolve_module
 from .registry import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry, RegistryError
 from .signatures import Envelope, PrivateKey, PublicKey, SignatureError
 

@@ -29,16 +29,8 @@ from mcs_host.contract import DriverManifest, DriverMeta
 from mcs_host.discovery import Candidate, Discovery, labels_argument, normalize_name
 from mcs_host.interfaces import MANIFEST_FILE
 
-from .digest import (
-    SIGNATURE_FILE,
-    ModuleFile,
-    TreeDigest,
-    TreeScan,
-    editable_source,
-    module_files,
-    resolve_module,
-    scan_installed,
-)
+from .digest import SIGNATURE_FILE, TreeDigest, TreeScan, editable_source, scan_installed
+from .modules import ModuleFile, module_files, resolve_module
 from .registry import DriverEntry, ReleaseEntry, TrustIndex
 from .release import RELEASE_PAYLOAD_TYPE, ReleaseStatement
 from .signatures import Envelope, SignatureError
