@@ -237,6 +237,8 @@ from .bridge.isolation import (
 )
 from .bridge.server import (
     mcp_server as mcp_server,
+)
+from .bridge._shapes import (
     META_KEY as META_KEY,
     RESULT_KEY as RESULT_KEY,
 )

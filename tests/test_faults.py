@@ -353,8 +353,8 @@ def test_a_parent_host_gets_a_result_once_and_any_other_client_as_the_spec_asks(
     from mcp import Client
 
     from mcs_host import DriverMeta, MCSToolDriver, Orchestrator, Tool
-    from mcs_host.bridge._shapes import as_result
-    from mcs_host.bridge.server import LINK_KEY, mcp_server
+    from mcs_host.bridge._shapes import LINK_KEY, as_result
+    from mcs_host.bridge.server import mcp_server
 
     class Answers(MCSToolDriver):
         meta = DriverMeta(id="answers", name="answers", version="1.0.0")

@@ -1,7 +1,8 @@
 """MCP's shapes as the contract's: a listed tool as a ``Tool`` (the hints its annotations
 declare kept), a call's result as the value the orchestrator hands on (structured content
 when there is some: a parent host asks its isolated child for that alone), an error as a
-message says it."""
+message says it; and the keys of the ``_meta`` entries a server writes and a client (a
+parent host) reads."""
 
 from __future__ import annotations
 
@@ -11,9 +12,24 @@ from typing import Any
 from mcs_host.contract import Tool, ToolAnnotations, ToolParameter
 from mcs_host.interfaces import ToolError
 
-from .server import RESULT_KEY
+__all__ = ["LINK_KEY", "META_KEY", "RESULT_KEY"]  # and the client's helpers
 
-__all__: list[str] = []  # the client's helpers; nothing public
+META_KEY = "io.mcs-host/driver"
+"""The key of a tool's ``_meta`` entry that says which driver it comes from and how that
+driver was verified."""
+RESULT_KEY = "io.mcs-host/result"
+"""The key of a call result's ``_meta`` entry; ``"wrapped"``: the tool's result (a number, a
+list, a boolean or null) is the ``result`` of the structured content."""
+LINK_KEY = "io.mcs-host/link"
+"""The key of a call's ``_meta`` entry by which a parent host asks for its result once and
+bounded: ``{"max_result_mb": 16, "label": "csv"}`` (the driver's label, as the host mounts
+it)."""
+
+
+def megabytes(size: int | float) -> str:
+    """``size`` bytes in MiB for a message: ``50``, ``16.5``, ``0.016``."""
+    value = size / 2**20
+    return (f"{value:.1f}" if value >= 1 else f"{value:.2g}").removesuffix(".0")
 
 
 def as_tool(tool: Any) -> Tool:

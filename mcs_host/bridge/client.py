@@ -28,8 +28,7 @@ from mcs_host.contract import DriverMeta, Tool
 from mcs_host.interfaces import MCSToolDriver, ToolError, report_progress
 
 from . import _stdio
-from ._shapes import as_result, as_tool, summary, wraps
-from .server import megabytes
+from ._shapes import as_result, as_tool, megabytes, summary, wraps
 
 __all__ = ["MCPToolDriver"]
 

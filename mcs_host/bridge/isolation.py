@@ -37,8 +37,8 @@ from mcs_host.contract import DriverMeta
 from mcs_host.interfaces import ToolError
 
 from . import _forks, _stdio
+from ._shapes import LINK_KEY, META_KEY, megabytes
 from .client import MCPToolDriver, _Session
-from .server import LINK_KEY, META_KEY, megabytes
 
 __all__ = ["IsolatedDriver"]  # ServerProcess: mounted by the host only
 

@@ -18,8 +18,7 @@ result's ``_meta``. A client gets it twice, as the spec asks: that JSON in a tex
 parent host says so in a call's ``_meta`` (:data:`LINK_KEY`, with its ``max_result_mb``): it
 reads structured content, so it gets each result once (structured content alone, or a string
 as its text), and a result bigger than its bound is not sent; the call fails, naming the bound.
-While a call is served, consent may ask the client's user (:mod:`.elicitation`); a call
-whose question goes back as an input request is answered with it, nothing run.
+While a call is served, consent may ask the client's user (:mod:`.elicitation`).
 
 :func:`http_app` is the server as streamable HTTP: Host and Origin checked against allow-lists
 (DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of it all.
@@ -33,12 +32,13 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcs_host._version import __version__
 from mcs_host.interfaces import progress_to
 from mcs_host.orchestration.messages import result_text
 
+from ._shapes import LINK_KEY, META_KEY, RESULT_KEY, megabytes
 from .elicitation import Asker, asking
 
 if TYPE_CHECKING:
@@ -46,21 +46,30 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from mcs_host.contract import Tool
-    from mcs_host.loading.records import LoadRecord
     from mcs_host.orchestration.orchestrator import Orchestrator
 
-__all__ = ["META_KEY", "RESULT_KEY", "mcp_server"]  # http_app and its checks: for serve
+__all__ = ["mcp_server"]  # http_app and its checks: for serve
 
-META_KEY = "io.mcs-host/driver"
-"""The key of a tool's ``_meta`` entry that says which driver it comes from and how that
-driver was verified."""
-RESULT_KEY = "io.mcs-host/result"
-"""The key of a call result's ``_meta`` entry; ``"wrapped"``: the tool's result (a number, a
-list, a boolean or null) is the ``result`` of the structured content."""
-LINK_KEY = "io.mcs-host/link"
-"""The key of a call's ``_meta`` entry by which a parent host asks for its result once and
-bounded: ``{"max_result_mb": 16, "label": "csv"}`` (the driver's label, as the host mounts
-it)."""
+
+class MountFacts(Protocol):
+    """What the server reads of a mount's :class:`~mcs_host.loading.records.LoadRecord`."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def distribution(self) -> str | None: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def verification(self) -> str | None: ...
+    @property
+    def trust(self) -> str | None: ...
+    @property
+    def health(self) -> Mapping[str, Any] | None: ...
+
+
 MAX_BODY = 4 * 1024 * 1024
 """The largest request body the HTTP server reads, in bytes; a larger one is answered 413."""
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -75,7 +84,7 @@ _TOKEN_LIMIT = 4096
 
 def mcp_server(
     stack: Orchestrator,
-    records: Iterable[LoadRecord] = (),
+    records: Iterable[MountFacts] = (),
     *,
     name: str = "mcs-host",
     model: str | None = None,
@@ -227,12 +236,6 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def megabytes(size: int | float) -> str:
-    """``size`` bytes in MiB for a message: ``50``, ``16.5``, ``0.016``."""
-    value = size / 2**20
-    return (f"{value:.1f}" if value >= 1 else f"{value:.2g}").removesuffix(".0")
-
-
 def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
     """One call as the orchestrator's consent seam takes it."""
     from mcs_host.orchestration.calls import Detection, ToolCall  # noqa: PLC0415
@@ -240,7 +243,7 @@ def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
     return Detection((ToolCall(name, dict(arguments)),), "text", "mcp")
 
 
-def _facts(record: LoadRecord) -> dict[str, Any]:
+def _facts(record: MountFacts) -> dict[str, Any]:
     """What a client may want to know about the driver behind a tool (its healthcheck
     result when the load ran one, as JSON values)."""
     facts: dict[str, Any] = {
