@@ -373,6 +373,8 @@ def _method_doc(cls: type, name: str, func: Callable[..., Any]) -> str | None:
         return inspect.cleandoc(func.__doc__)
     for klass in cls.__mro__[1:]:
         base = vars(klass).get(name)
+        if base is None:  # not defined there (None's own __doc__ is not the method's)
+            continue
         doc = getattr(base, "__doc__", None)
         if doc:
             return inspect.cleandoc(doc)
