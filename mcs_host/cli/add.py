@@ -17,7 +17,14 @@ import typer
 
 from ._stdout import write_document
 from .documents import AddDocument, schema_urn
-from .options import HostOptions, JsonOption, fail, host_options, settings_from
+from .options import (
+    HostOptions,
+    JsonOption,
+    RegistryToWriteOption,
+    fail,
+    host_options,
+    settings_from,
+)
 
 if TYPE_CHECKING:
     from mcs_host.loading.add_records import Added, AddedDistribution, AddError, Confirmation
@@ -94,16 +101,7 @@ def add_command(
             "scripts): the first one for the distribution, or, with --publisher, a new one.",
         ),
     ] = False,
-    registry: Annotated[
-        Path | None,
-        typer.Option(
-            "--registry",
-            help="The registry file to write (default: the one a load reads when none is "
-            "named: the first of $MCS_HOST_REGISTRY, else ~/.config/mcs-host/registry.json).",
-            metavar="FILE",
-            dir_okay=False,
-        ),
-    ] = None,
+    registry: RegistryToWriteOption = None,
     *,
     options: HostOptions,
     as_json: JsonOption = False,

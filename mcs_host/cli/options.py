@@ -76,6 +76,18 @@ RegistryOption = Annotated[
 ]
 
 
+RegistryToWriteOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--registry",
+        help="The registry file to write (default: the one a load reads when none is "
+        "named: the first of $MCS_HOST_REGISTRY, else ~/.config/mcs-host/registry.json).",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+"""The one registry file a command writes (``lock``, ``add``)."""
+
 RegistryKeyOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -43,6 +43,7 @@ from .options import (
     HostOptions,
     JsonOption,
     LabelsArgument,
+    RegistryToWriteOption,
     fail,
     host_options,
     parse_ids,
@@ -74,16 +75,7 @@ def lock_drivers(
             metavar="WHEEL",
         ),
     ] = None,
-    registry: Annotated[
-        Path | None,
-        typer.Option(
-            "--registry",
-            help="The registry file to write (default: the one a load reads when none is "
-            "named: the first of $MCS_HOST_REGISTRY, else ~/.config/mcs-host/registry.json).",
-            metavar="FILE",
-            dir_okay=False,
-        ),
-    ] = None,
+    registry: RegistryToWriteOption = None,
     ids: Annotated[
         list[str] | None,
         typer.Option(
