@@ -213,13 +213,15 @@ from .orchestration.response_schema import (
     ResponseSchema as ResponseSchema,
 )
 from .orchestration.streaming import (
-    AnthropicStream as AnthropicStream,
     is_complete as is_complete,
     is_complete_tool_call as is_complete_tool_call,
     might_be_tool_call as might_be_tool_call,
+    TextStream as TextStream,
+)
+from .orchestration.native_streams import (
+    AnthropicStream as AnthropicStream,
     OpenAIChatStream as OpenAIChatStream,
     ResponsesStream as ResponsesStream,
-    TextStream as TextStream,
 )
 from .orchestration.routing import tool_name as tool_name
 from .orchestration.orchestrator import Orchestrator as Orchestrator

@@ -177,6 +177,7 @@ RESPONSE_FLOW = (
     "scanning",
     "families",
     "native",
+    "native_streams",
     "text",
     "detection",
     "validation",

@@ -1,4 +1,4 @@
-"""Streaming: show a streamed response as it comes, signal calls early, rebuild native responses.
+"""Streaming text: show a streamed response as it comes, and signal a call early.
 
 :class:`TextStream` (``Orchestrator.stream()``) is the incremental detector a chat UI feeds
 text chunks: each ``feed`` returns what is safe to show, and ``finish`` what
@@ -6,21 +6,21 @@ text chunks: each ``feed`` returns what is safe to show, and ``finish`` what
 use (each format's markers and reasoning blocks, the ``<think>`` tags, the JSON protocol's
 brackets and fences), so a family added later or a host plugin's format streams as well.
 :func:`might_be_tool_call` is the same detector run on the tail of what a client has
-buffered; :func:`is_complete_tool_call` says when the buffer holds a whole call. The stream
-classes accumulate OpenAI Chat Completions chunks, OpenAI Responses events and Anthropic
-Messages events into the final object that ``process_llm_response`` takes.
+buffered; :func:`is_complete_tool_call` says when the buffer holds a whole call. A provider's
+native stream events are added up by :mod:`.native_streams` instead.
 
-One module: the text stream and the early signal are one detector over the same openers,
-and the native stream classes are what a client feeds beside it.
+One module: it is one incremental detector, deciding what of a streamed text may be shown;
+it is long because its parts (the automaton over the formats' openers, the scanner of tags,
+brackets, fences and reasoning, and the stream's end answered once across threads and event
+loops) serve that detector alone.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .calls import Detection
 from .detection import detect
 from .healing import MISSING_BRACE, OPEN_INVOKE
-from .native import as_mapping
 from .text import DEFAULT_FORMATS, Reasoning, TextFormats
 
 if TYPE_CHECKING:
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
     from mcs_host.contract import DriverResponse
 
 __all__ = [
-    "AnthropicStream",
-    "OpenAIChatStream",
-    "ResponsesStream",
     "TextStream",
     "is_complete",
     "is_complete_tool_call",
@@ -735,128 +731,3 @@ class _Driver(Protocol):
     async def aprocess_llm_response(
         self, llm_response: Any, streaming: bool = False
     ) -> DriverResponse: ...
-
-
-class OpenAIChatStream:
-    """Chat Completions chunks (``stream=True``) -> the ``ChatCompletion`` they add up to."""
-
-    __slots__ = ("_content", "_finish", "_id", "_model", "_tools")
-
-    def __init__(self) -> None:
-        self._content: list[str] = []
-        self._tools: dict[int, dict[str, Any]] = {}
-        self._finish: str | None = None
-        self._id = ""
-        self._model = ""
-
-    def add(self, chunk: Mapping[str, Any] | Any) -> None:
-        data = as_mapping(chunk)
-        self._id = data.get("id", self._id)
-        self._model = data.get("model", self._model)
-        for choice in data.get("choices") or ():
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self._content.append(delta["content"])
-            for piece in delta.get("tool_calls") or ():
-                call = self._tools.setdefault(
-                    piece.get("index", len(self._tools)),
-                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                if piece.get("id"):
-                    call["id"] = piece["id"]
-                function = piece.get("function") or {}
-                if function.get("name"):
-                    call["function"]["name"] += function["name"]
-                if function.get("arguments"):
-                    call["function"]["arguments"] += function["arguments"]
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
-
-    def result(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._content) or None}
-        if self._tools:
-            message["tool_calls"] = [self._tools[i] for i in sorted(self._tools)]
-        return {
-            "id": self._id,
-            "object": "chat.completion",
-            "model": self._model,
-            "created": 0,
-            "choices": [{"index": 0, "message": message, "finish_reason": self._finish or "stop"}],
-        }
-
-
-class ResponsesStream:
-    """Responses API stream events -> the response's output items."""
-
-    __slots__ = ("_completed", "_items")
-
-    def __init__(self) -> None:
-        self._items: dict[int, dict[str, Any]] = {}
-        self._completed: dict[str, Any] | None = None
-
-    def add(self, event: Mapping[str, Any] | Any) -> None:
-        data = as_mapping(event)
-        kind = data.get("type")
-        index = data.get("output_index", 0)
-        if kind in ("response.output_item.added", "response.output_item.done"):
-            item = dict(data.get("item") or {})
-            if kind == "response.output_item.added" and item.get("type") == "function_call":
-                item.setdefault("arguments", "")
-            self._items[index] = item
-        elif kind == "response.function_call_arguments.delta":
-            item = self._items.setdefault(index, {"type": "function_call", "arguments": ""})
-            item["arguments"] = item.get("arguments", "") + data.get("delta", "")
-        elif kind == "response.function_call_arguments.done":
-            self._items.setdefault(index, {"type": "function_call"})["arguments"] = data.get(
-                "arguments", ""
-            )
-        elif kind == "response.completed":
-            self._completed = dict(data.get("response") or {})
-
-    def result(self) -> dict[str, Any]:
-        if self._completed is not None and self._completed.get("output"):
-            return self._completed
-        return {"object": "response", "output": [self._items[i] for i in sorted(self._items)]}
-
-
-class AnthropicStream:
-    """Messages API stream events -> the ``Message`` they add up to."""
-
-    __slots__ = ("_blocks", "_json", "_message")
-
-    def __init__(self) -> None:
-        self._message: dict[str, Any] = {"type": "message", "role": "assistant", "content": []}
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, list[str]] = {}
-
-    def add(self, event: Mapping[str, Any] | Any) -> None:
-        data = as_mapping(event)
-        kind = data.get("type")
-        if kind == "message_start":
-            self._message.update(
-                {k: v for k, v in (data.get("message") or {}).items() if k != "content"}
-            )
-        elif kind == "content_block_start":
-            self._blocks[data["index"]] = dict(data.get("content_block") or {})
-        elif kind == "content_block_delta":
-            block = self._blocks.setdefault(data["index"], {"type": "text", "text": ""})
-            delta = data.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                block["text"] = block.get("text", "") + delta.get("text", "")
-            elif delta.get("type") == "input_json_delta":
-                self._json.setdefault(data["index"], []).append(delta.get("partial_json", ""))
-        elif kind == "message_delta":
-            self._message.update(data.get("delta") or {})
-
-    def result(self) -> dict[str, Any]:
-        content = []
-        for index in sorted(self._blocks):
-            block = dict(self._blocks[index])
-            if block.get("type") == "tool_use" and index in self._json:
-                raw = "".join(self._json[index])
-                try:
-                    block["input"] = json.loads(raw) if raw else {}
-                except ValueError:
-                    block["input"] = raw  # unreadable or cut off: detection says which
-            content.append(block)
-        return {**self._message, "content": content}
