@@ -13,7 +13,9 @@ protocol reaches the real stdout.
 
 ``mcs-host list --no-verify`` with only ``--json`` and ``--path`` besides is answered here
 from metadata, without importing typer or pydantic (together ~70 ms, more than the listing
-itself); every other command line, including anything ``list`` would reject, goes to
+itself); ``mcs-host --version`` is answered before anything is imported, and ``mcs-host
+version`` once the process is locked down (it imports the standard library's ``platform``
+alone). Every other command line, including anything ``list`` would reject, goes to
 :mod:`mcs_host.cli`.
 
 A command that runs drivers' or a server's code (``call``, ``run``, ``load``, ``tools``,
@@ -71,8 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     _parent = os.getppid()
     args = list(sys.argv[1:] if argv is None else argv)
     _claim_stdout(args)
+    if args == ["--version"]:  # imports nothing: answered before the lock-down
+        _say_version(full=False)
+        return
     if not (args and args[0] in _RUNS_DRIVER_CODE):
         _isolate(_EXTRAS.get(args[0], ()) if args else ())
+    if args == ["version"]:  # the standard library's platform only, once locked down
+        _say_version(full=True)
+        return
     if args[:1] == ["fork-server"] and len(args) in (2, 3) and args[1].isdigit():
         from ._forkserver import serve
 
@@ -101,6 +109,15 @@ def main(argv: list[str] | None = None) -> None:
     else:
         sys.stdout.write(listing + "\n")
         sys.stdout.flush()
+
+
+def _say_version(full: bool) -> None:
+    """Print what ``mcs-host version`` prints (``full``), or its first line, as typer would
+    (``mcs-host --version``)."""
+    from mcs_host._version import about
+
+    sys.stdout.write("\n".join(about(full)) + "\n")
+    sys.stdout.flush()
 
 
 def _claim_stdout(args: list[str]) -> None:

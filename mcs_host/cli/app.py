@@ -5,14 +5,16 @@ Running a command imports only its group and gives typer only that command."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+import typer.core
 
-from mcs_host._version import __version__
+from mcs_host._version import about
 
 EXIT_CODES = (
     ("0", "done: everything asked for loaded, verified or ran"),
@@ -58,7 +60,7 @@ _SETTINGS: dict[str, Any] = {
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"mcs-host {__version__}")
+        typer.echo(about(full=False)[0])
         raise typer.Exit
 
 
@@ -104,28 +106,19 @@ HIDDEN = frozenset({"run-server"})
 def version_command() -> None:
     """Show the version of mcs-host, the Python and platform it runs on, and where it is
     installed (say them in a bug report)."""
-    import platform
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parent.parent
-    typer.echo(f"mcs-host {__version__}")
-    typer.echo(
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"at {sys.executable}"
-    )
-    typer.echo(f"platform {platform.platform()}")
-    typer.echo(f"installed at {package}")
+    for line in about():
+        typer.echo(line)
 
 
 def build(only: str | None = None) -> typer.Typer:
     """The application with every command, or with the command ``only`` (all that running it
     needs: typer reads the parameters of every command it is given)."""
-    application = typer.Typer(**_SETTINGS)
+    application = typer.Typer(**_SETTINGS, cls=_Group)
     application.callback()(_root)
     for name, module, function in COMMANDS:
         if only is None or name == only:
             group = importlib.import_module(f"{__package__}.{module}")
-            application.command(name, hidden=name in HIDDEN)(getattr(group, function))
+            application.command(name, hidden=name in HIDDEN, cls=_Command)(getattr(group, function))
     return application
 
 
@@ -142,3 +135,55 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args == ["--version"]:
         only = ""  # the root's option alone: no command's module is imported
     build(only)(args=args, prog_name="mcs-host")
+
+
+class _Deferring:
+    """A command or group of ours: before typer reads its parameters' values, each that
+    has no converter yet gets one that waits for a value (:func:`_defer_coercion`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _defer_coercion(self.get_params(ctx))  # type: ignore[attr-defined]
+        return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
+
+
+class _Command(_Deferring, typer.core.TyperCommand):
+    """Each command of the application."""
+
+
+class _Group(_Deferring, typer.core.TyperGroup):
+    """The application itself (its root options: ``--version``, ``--help``, completion)."""
+
+
+@functools.cache
+def _deferred() -> type | None:
+    """The converter a parameter starts with: None for a value it has not been given (as
+    typer's own does), typer's own built for any other; None: this typer has none."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+    except ImportError:  # a typer that converts with click's types
+        return None
+
+    class Deferred(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            built = build_runtime_param(param.type_descriptor)
+            param._runtime_param = built
+            return built._coerce_value(value, param=param, ctx=ctx)
+
+    return Deferred
+
+
+def _defer_coercion(params: Sequence[Any]) -> None:
+    """Have typer build a parameter's converter when the parameter is given a value.
+
+    typer 0.2x converts each parameter's value with a pydantic ``TypeAdapter`` it builds when
+    the parameter is first read, whether given or not: a command with a dozen options not
+    given imported pydantic and built a dozen validators (about 20 ms) to return their
+    defaults unchanged. A typer without these internals (older, or changed) is left as it
+    is."""
+    deferred = _deferred()
+    if deferred is None:
+        return
+    for param in params:
+        described = getattr(param, "type_descriptor", None)
+        if described is not None and getattr(param, "_runtime_param", False) is None:
+            param._runtime_param = deferred(described.parameter_info, described.annotation)
