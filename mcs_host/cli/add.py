@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ._schema import schema_urn
 from ._stdout import write_document
-from .documents import AddDocument, schema_urn
 from .options import (
     HostOptions,
     JsonOption,
@@ -29,6 +29,8 @@ from .options import (
 if TYPE_CHECKING:
     from mcs_host.loading.add_records import Added, AddedDistribution, AddError, Confirmation
     from mcs_host.trust.registry import DriverEntry
+
+    from .documents import AddDocument
 
 __all__ = ["add_command"]
 

@@ -7,22 +7,18 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mcs_host.discovery import discover
 
+from ._schema import schema_urn
 from ._stdout import write_document
-from .documents import (
-    BumpDocument,
-    CheckDocument,
-    CheckedDriver,
-    CheckResult,
-    NewDocument,
-    schema_urn,
-)
 from .options import JsonOption, SearchPathOption, fail, settings_from
+
+if TYPE_CHECKING:
+    from .documents import BumpDocument, CheckDocument, CheckedDriver, CheckResult, NewDocument
 
 
 def new_command(

@@ -29,10 +29,10 @@ from ._explain import (
 )
 from ._listing import render_listing
 from ._rechecked import rechecked_json, rechecked_text
+from ._schema import schema_urn
 from ._signatures import arguments_from_words
 from ._stdout import write_document
 from .console import Progress, Ticker, use_colour
-from .documents import CallDocument, schema_urn
 from .options import (
     LOAD_OPTIONS,
     REGISTRY_OPTIONS,
@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from mcs_host.orchestration.calls import ToolCall
     from mcs_host.orchestration.orchestrator import Orchestrator
     from mcs_host.trust.attested import Rechecked
+
+    from .documents import CallDocument
 
 
 @host_options("path", "no_verify", *REGISTRY_OPTIONS)

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ._schema import schema_urn
 from ._stdout import write_document
-from .documents import KeyDocument, SignDocument, SignRegistryDocument, schema_urn
 from .options import JsonOption, fail, parse_ids
 
 if TYPE_CHECKING:
     from mcs_host.trust.release import ReleaseStatement
     from mcs_host.trust.signatures import PrivateKey
+
+    from .documents import KeyDocument, SignDocument, SignRegistryDocument
 
 
 def keygen(

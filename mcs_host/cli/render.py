@@ -22,15 +22,7 @@ from mcs_host._reasons import REASONS, Subject
 from mcs_host.loading.records import MODULES
 
 from ._listing import table
-from .documents import (
-    LoadDocument,
-    Mount,
-    MountedTool,
-    Server,
-    VerifiedDriver,
-    VerifyDocument,
-    schema_urn,
-)
+from ._schema import schema_urn
 
 if TYPE_CHECKING:
     from mcs_host.discovery import Problem
@@ -43,6 +35,15 @@ if TYPE_CHECKING:
         VerifyReport,
     )
     from mcs_host.trust.dependencies import DependencyCheck
+
+    from .documents import (
+        LoadDocument,
+        Mount,
+        MountedTool,
+        Server,
+        VerifiedDriver,
+        VerifyDocument,
+    )
 
 
 _AGAIN = re.compile(r"`(mcs-host (?:lock|verify)\b[^`]*)`")

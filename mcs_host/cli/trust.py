@@ -36,9 +36,9 @@ from mcs_host.discovery import (
     normalize_name,
 )
 
+from ._schema import schema_urn
 from ._stdout import write_document
 from .console import Progress
-from .documents import AllowDocument, LockDocument, PinnedServer, schema_urn
 from .options import (
     HostOptions,
     JsonOption,
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         TrustLabel,
     )
     from mcs_host.trust.release import Release
+
+    from .documents import AllowDocument, LockDocument, PinnedServer
 
 
 @host_options("config", "path")

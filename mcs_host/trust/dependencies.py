@@ -35,8 +35,8 @@ from mcs_host.discovery import (
 )
 
 from . import _origins
-from .digest import FileEntry, TreeScan, editable_source, scan_installed
-from .importer import is_verified_module, shared_library_files
+from ._loaders import is_verified_module
+from .digest import FileEntry, TreeDigest, TreeScan, editable_source, scan_installed
 from .modules import ModuleFile, extension_module_files, module_files
 from .registry import ReleaseEntry, TrustIndex
 from .verification import TrustPolicy, release_decision
@@ -238,9 +238,17 @@ def _check(
         dist_info,
         module_files(scan.digest),
         extension_module_files(scan.digest),
-        shared_library_files(scan.digest),
+        _shared_libraries(scan.digest),
         provenance=_attested_by(entry, version, scan.digest.digest),
     )
+
+
+def _shared_libraries(digest: TreeDigest) -> tuple[FileEntry, ...]:
+    """:func:`~mcs_host.trust.importer.shared_library_files` (the importer, and what it
+    imports, only once a dependency is pinned)."""
+    from .importer import shared_library_files  # noqa: PLC0415
+
+    return shared_library_files(digest)
 
 
 def _attested_by(entry: ReleaseEntry, version: str, digest: str) -> str | None:

@@ -33,10 +33,10 @@ import posixpath
 import stat
 import threading
 import unicodedata
-import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.machinery import EXTENSION_SUFFIXES
+from typing import TYPE_CHECKING
 
 from mcs_host._files import (
     METADATA_LIMIT,
@@ -46,6 +46,9 @@ from mcs_host._files import (
     read_bytes,
     read_text,
 )
+
+if TYPE_CHECKING:
+    import zipfile
 
 __all__ = [
     "DIGEST_FORMAT",
@@ -196,6 +199,8 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
 def scan_wheel(wheel: str | os.PathLike[str]) -> TreeScan:
     """Scan a wheel file: the digest its install will have, and RECORD findings inside it.
     Raises ``ValueError`` naming the file when it is not a zip archive."""
+    import zipfile  # noqa: PLC0415 - a wheel's scan only: verifying installs needs none
+
     path = os.fspath(wheel)
     findings: list[Finding] = []
     try:

@@ -18,22 +18,25 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from mcs_host._files import MANIFEST_LIMIT, InputError, loads_json, read_bytes
 from mcs_host._reasons import known_reason
-from mcs_host.contract import DriverManifest, DriverMeta
 from mcs_host.discovery import Candidate, Discovery, labels_argument, normalize_name
 from mcs_host.interfaces import MANIFEST_FILE
 
 from .digest import SIGNATURE_FILE, TreeDigest, TreeScan, editable_source, scan_installed
 from .modules import ModuleFile, module_files, resolve_module
 from .registry import DriverEntry, ReleaseEntry, TrustIndex
-from .release import RELEASE_PAYLOAD_TYPE, ReleaseStatement
 from .signatures import Envelope, SignatureError
+
+if TYPE_CHECKING:
+    from mcs_host.contract import DriverMeta
+
+    from .release import ReleaseStatement
 
 __all__ = [
     "Status",
@@ -290,6 +293,8 @@ class _Check:
             if hashlib.sha256(data).hexdigest() != entry.sha256:
                 raise ValueError("it changed after it was hashed")
             loads_json(data, path)  # its nesting is bounded before the model parses it
+            from mcs_host.contract import DriverManifest  # noqa: PLC0415 - a manifest only
+
             manifest = DriverManifest.model_validate_json(data)
         except (OSError, ValueError, ValidationError) as exc:
             raise _RefusedError("rejected", "manifest-invalid", f"{path}: {exc}") from None
@@ -367,6 +372,8 @@ class _Check:
             return None
         except (OSError, InputError) as exc:
             raise _RefusedError("rejected", "bad-signature", f"{path}: {exc}") from None
+        from .release import RELEASE_PAYLOAD_TYPE, ReleaseStatement  # noqa: PLC0415 - signed only
+
         try:
             envelope = Envelope.from_json(data, path)
         except SignatureError as exc:
