@@ -186,6 +186,7 @@ RESPONSE_FLOW = (
     "response_schema",
     "streaming",
     "routing",
+    "leftovers",
     "orchestrator",
     "runner",
 )

@@ -30,13 +30,11 @@ share its tables of tools and drivers.
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import sys
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,6 +54,7 @@ from mcs_host.interfaces import (
 
 from .calls import Detection, TextFormat, ToolCall
 from .detection import detect
+from .leftovers import release, restore_streams
 from .messages import Provider, messages_for, native_tools, result_text
 from .prompting import Prompts, render_tools
 from .response_schema import ResponseSchema, response_schema
@@ -599,17 +598,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     ) -> _Outcome:
         """A call's outcome once it ran: streams put back, the audit told, errors worded (a
         stacked orchestrator's denial as this one's). Once the audit has seen an error, what
-        its traceback's frames hold is let go (:func:`_release`), and the failure keeps only
-        its text, or the error too when ``raising``."""
-        out, err = streams
-        broken = (
-            _restore_streams(streams)
-            if sys.stdout is not out
-            or sys.stderr is not err
-            or getattr(out, "closed", False)
-            or getattr(err, "closed", False)
-            else None
-        )
+        its traceback's frames hold is let go (:func:`.leftovers.release`), and the failure
+        keeps only its text, or the error too when ``raising``."""
+        broken = restore_streams(streams)
         if broken is not None and error is None:
             error = ToolError(f"the tool closed or replaced {broken}; it was put back")
         try:
@@ -617,7 +608,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
                 self.audit(call, outcome, error)
         finally:
             if error is not None:
-                _release(error)
+                release(error)
         if error is None:
             return outcome, text, None, call
         if isinstance(error, _NotApproved):
@@ -778,41 +769,8 @@ def _async_execute(driver: Any) -> Callable[..., Any] | None:
 
 def _chained_failed(label: str, exc: BaseException) -> DriverResponse:
     detail = f"driver {label!r} failed: {type(exc).__name__}: {exc}"
-    _release(exc)
+    release(exc)
     return DriverResponse(call_failed=True, call_detail=detail)
-
-
-_RESUMABLE = (
-    inspect.CO_GENERATOR
-    | inspect.CO_COROUTINE
-    | inspect.CO_ITERABLE_COROUTINE
-    | inspect.CO_ASYNC_GENERATOR
-)
-
-
-def _release(error: BaseException) -> None:
-    """Let go of what the frames in ``error``'s traceback hold (a failed tool's objects, the
-    files it left open), and in those of the errors chained to it: a frame that ended keeps
-    its locals for as long as the traceback lives, and a local that refers to the error (the
-    tool's, or one of ours) makes a cycle that only the garbage collector would end. The
-    traceback stays, and still says where the error came from. A frame still running is left
-    alone, and so is a generator's or coroutine's (clearing a suspended one would close it)."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        exc = pending.pop()
-        if id(exc) in seen:
-            continue
-        seen.add(id(exc))
-        tb = exc.__traceback__
-        while tb is not None:
-            if not tb.tb_frame.f_code.co_flags & _RESUMABLE:
-                with suppress(RuntimeError):  # it is still running
-                    tb.tb_frame.clear()
-            tb = tb.tb_next
-        pending += [e for e in (exc.__cause__, exc.__context__) if e is not None]
-        if isinstance(exc, BaseExceptionGroup):
-            pending += exc.exceptions
 
 
 def _checked(route: Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, _Failure | None]:
@@ -846,41 +804,6 @@ def _as_written(route: Route, call: ToolCall) -> ToolCall:
     if not written:
         return call
     return replace(call, arguments={**arguments, **written})
-
-
-def _closed(stream: Any) -> bool:
-    return stream is not None and bool(getattr(stream, "closed", False))
-
-
-def _restore_streams(saved: tuple[Any, Any]) -> str | None:
-    """Put back ``sys.stdout`` and ``sys.stderr`` as they were before a tool ran, reopened on
-    their descriptors if the tool closed them; which ones had to be, or ``None``."""
-    broken = []
-    for name, fd, original in (("sys.stdout", 1, saved[0]), ("sys.stderr", 2, saved[1])):
-        current = getattr(sys, name[4:])
-        closed = _closed(original)
-        if current is original and not closed:
-            continue
-        broken.append(name)
-        setattr(sys, name[4:], _reopened(original, fd) if closed else original)
-    return " and ".join(broken) or None
-
-
-def _reopened(stream: Any, fd: int) -> Any:
-    """A text stream like ``stream`` (closed) on descriptor ``fd``, or on the null device
-    when that descriptor is closed too."""
-    try:
-        os.fstat(fd)
-    except OSError:
-        fd = os.open(os.devnull, os.O_WRONLY)
-    return open(
-        fd,
-        "w",
-        encoding=getattr(stream, "encoding", None) or "utf-8",
-        errors=getattr(stream, "errors", None) or "strict",
-        closefd=False,
-        buffering=1,
-    )
 
 
 def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:
