@@ -187,6 +187,7 @@ RESPONSE_FLOW = (
     "streaming",
     "routing",
     "leftovers",
+    "execution",
     "orchestrator",
     "runner",
 )
