@@ -88,15 +88,11 @@ from .trust.signatures import (
     PublicKey as PublicKey,
     SignatureError as SignatureError,
 )
-from .trust.registry import (
-    default_registry_paths as default_registry_paths,
+from .trust.registry_format import (
     DriverEntry as DriverEntry,
     FormerPublisher as FormerPublisher,
-    is_envelope as is_envelope,
     LibraryEntry as LibraryEntry,
     MCPServerEntry as MCPServerEntry,
-    load_index as load_index,
-    load_registry as load_registry,
     Pin as Pin,
     ProvenanceSummary as ProvenanceSummary,
     Publisher as Publisher,
@@ -104,10 +100,16 @@ from .trust.registry import (
     Registry as Registry,
     REGISTRY_FORMAT as REGISTRY_FORMAT,
     REGISTRY_PAYLOAD_TYPE as REGISTRY_PAYLOAD_TYPE,
+    ReleaseEntry as ReleaseEntry,
+)
+from .trust.registry import (
+    default_registry_paths as default_registry_paths,
+    is_envelope as is_envelope,
+    load_index as load_index,
+    load_registry as load_registry,
     RegistryError as RegistryError,
     RegistrySource as RegistrySource,
     RegistryState as RegistryState,
-    ReleaseEntry as ReleaseEntry,
     state_directory as state_directory,
     TrustIndex as TrustIndex,
     user_registry_path as user_registry_path,

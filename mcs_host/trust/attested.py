@@ -52,7 +52,8 @@ from .provenance import (
     verify_provenance_sha256,
 )
 from .publishers import PublisherIdentity, identity_mismatch
-from .registry import (
+from .registry import RegistryError, TrustIndex
+from .registry_format import (
     DriverEntry,
     FormerPublisher,
     LibraryEntry,
@@ -60,9 +61,7 @@ from .registry import (
     ProvenanceSummary,
     Publisher,
     Registry,
-    RegistryError,
     ReleaseEntry,
-    TrustIndex,
     distribution_file,
 )
 

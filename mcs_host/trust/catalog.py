@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mcs_host.discovery import normalize_name
 
-from .registry import Pin, Registry, ReleaseEntry, TrustLabel
+from .registry_format import Pin, Registry, ReleaseEntry, TrustLabel
 
 # used by mcs-host add (mcs_host.loading.adding): CATALOG, ShippedPins, shipped_catalog,
 # shipped_pins

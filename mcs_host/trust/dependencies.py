@@ -38,7 +38,8 @@ from . import _origins
 from ._loaders import is_verified_module
 from .digest import FileEntry, TreeDigest, TreeScan, editable_source, scan_installed
 from .modules import ModuleFile, extension_module_files, module_files
-from .registry import ReleaseEntry, TrustIndex
+from .registry import TrustIndex
+from .registry_format import ReleaseEntry
 from .verification import TrustPolicy, release_decision
 
 __all__ = [

@@ -55,7 +55,8 @@ from .digest import (
     scan_wheel,
 )
 from .modules import resolve_module
-from .registry import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry, RegistryError
+from .registry import RegistryError
+from .registry_format import DriverEntry, LibraryEntry, Pin, PublisherKey, Registry
 from .signatures import Envelope, PrivateKey, PublicKey, SignatureError
 
 __all__ = [

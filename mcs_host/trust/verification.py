@@ -30,7 +30,8 @@ from mcs_host.interfaces import MANIFEST_FILE
 
 from .digest import SIGNATURE_FILE, TreeDigest, TreeScan, editable_source, scan_installed
 from .modules import ModuleFile, module_files, resolve_module
-from .registry import DriverEntry, ReleaseEntry, TrustIndex
+from .registry import TrustIndex
+from .registry_format import DriverEntry, ReleaseEntry
 from .signatures import Envelope, SignatureError
 
 if TYPE_CHECKING:
