@@ -25,6 +25,7 @@ import pty
 import select
 import shutil
 import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,12 +255,23 @@ class Scene:
         return env
 
     def state(self) -> dict[str, Any]:
-        """What "as before" compares: pip's list, every file of site-packages (bytecode
-        caches aside), and every file under the user's mcs-host directory."""
-        listed = self.venv.run("python", "-m", "pip", "list", "--format=freeze")
+        """What "as before" compares: the installed distributions and their versions (as
+        ``uv pip list`` reads them: pip's own list starts a second a call), every file of
+        site-packages (bytecode caches aside), and every file under the user's mcs-host
+        directory."""
+        listed = self.venv.run(
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "list",
+            "--python",
+            self.venv.python,
+            "--format=freeze",
+        )
         assert listed.returncode == 0, listed.stderr
         return {
-            "pip list": listed.stdout.splitlines(),
+            "installed": listed.stdout.splitlines(),
             "site-packages": _files(self.site, skip="__pycache__"),
             "mcs-host": _files(self.config.parent),
         }
@@ -278,8 +290,8 @@ def _as_before(scene: Scene, before: dict[str, Any]) -> None:
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """What differs between two :meth:`Scene.state`, one line each."""
-    found = [f"pip list: {before['pip list']} -> {after['pip list']}"] * (
-        before["pip list"] != after["pip list"]
+    found = [f"installed: {before['installed']} -> {after['installed']}"] * (
+        before["installed"] != after["installed"]
     )
     for place in ("site-packages", "mcs-host"):
         was, now = before[place], after[place]

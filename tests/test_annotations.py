@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, pip
+from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 from pydantic import ValidationError
 
@@ -202,7 +202,7 @@ def scene(
         dependencies=["mcp"],
     )
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (hinted, bare, server)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     bundled = json.loads((ROOT / "registry.json").read_text())
     drivers = {
         **bundled["drivers"],

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from distbuild import Venv, build_wheel, free_port, pip
+from distbuild import Venv, build_wheel, free_port, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra: serve --http and MCP servers
@@ -116,7 +116,7 @@ def scene(
         driver_project("evil-driver", marker, EVIL_ID, label="evil"),
     ]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     good, reader, evil = (
         entry(f"{label}-driver", label, f"{label}_driver:Driver", releases={"1.0.0": pin(w)})
         for label, w in zip(("good", "reader", "evil"), wheels, strict=True)

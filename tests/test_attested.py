@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, pip
+from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project
 from jsonschema import Draft202012Validator
 
@@ -447,7 +447,7 @@ def scene(
     marker = root / "ran.txt"
     real = Venv.create(root / "real")
     real.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip("install", "--no-index", "--no-deps", str(WHEEL), python=real.python)
+    uv_pip("install", "--no-index", "--no-deps", str(WHEEL), python=real.python)
     attack = Venv.create(root / "attack")
     attack.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
     forged = Project(
@@ -461,7 +461,7 @@ def scene(
         dependencies=["mcs-host", NAME],
     )
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (forged, driver)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=attack.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=attack.python)
     return {
         "root": root,
         "marker": marker,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Venv, build_wheel, pip
+from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, run_host, write_registry
 
 pytestmark = pytest.mark.venv
@@ -56,7 +56,7 @@ def scene(
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
     venv = Venv.create(root / "venv")
     venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = write_registry(
         root / "registry.json",
         {DRIVER_ID: entry("cached-driver", "cached_driver", "cached_driver:Driver",

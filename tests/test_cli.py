@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, pip
+from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
@@ -103,7 +103,7 @@ def scene(
         ),
     ]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     pinned = entry(
         "pinned-driver",
         "pinned",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Venv, build_wheel, pip
+from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytestmark = pytest.mark.venv
@@ -72,7 +72,7 @@ def scene(
         files={"unruly_driver/__init__.py": UNRULY},
     )
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = write_registry(
         root / "registry.json",
         {

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip
+from distbuild import Project, Venv, build_wheel, uv_pip
 
 pytestmark = pytest.mark.venv
 
@@ -91,7 +91,7 @@ def scene(
     projects = [_library(n, markers) for n in ("helper-lib", "sneaky-lib")]
     projects += [_driver(label, markers) for label in DRIVERS]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     # drivers-only.json pins the drivers (from their wheels: what an installed driver needs
     # is pinned with it); with-library.json pins helper-lib as well
     drivers_only, with_library = root / "drivers-only.json", root / "with-library.json"

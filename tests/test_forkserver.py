@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Venv, build_wheel, pip
+from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -94,7 +94,7 @@ def scene(
         files={"peek_driver/__init__.py": PEEK},
     )
     wheel = build_wheel(peek.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     drivers = {
         PEEK_ID: entry("peek-driver", "peek", "peek_driver:Driver", releases={"1.0.0": pin(wheel)})
     }
@@ -283,7 +283,7 @@ def test_what_is_planted_where_the_fork_server_imports_look_never_runs(
     venv = Venv.create(tmp_path / "venv")
     venv.uv_install("mcs-host[mcp]", wheelhouse=wheelhouse, cache=uv_cache)
     wheel = next((scene["root"] / "wheels").glob("*.whl"))
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     site = next(venv.path.glob("lib/python*/site-packages"))
     missing = venv.run(
         venv.python,

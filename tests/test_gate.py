@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip
+from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import DRIVER_SOURCE, driver_project, entry, pin, write_registry
 
 pytestmark = pytest.mark.venv
@@ -75,7 +75,7 @@ def new_venv(root: Path, wheelhouse: Path, uv_cache: Path) -> Venv:
 
 def install(venv: Venv, root: Path, *projects: Project) -> list[Path]:
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     return wheels
 
 
@@ -569,7 +569,7 @@ def lazy_scene(
     evil = compile_extension(root, "_speed", marker, "EVIL")
     shutil.copy(genuine, source / "lazy_driver" / f"_speed{EXTENSION_SUFFIXES[0]}")
     wheel = build_wheel(source, root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     for name in ("fastjson", "lazyplugin", "preloaded"):
         (venv.site_packages / f"{name}.py").write_text(mark(marker, name) + "ANSWER = 'planted'\n")
     registry = write_registry(
@@ -711,7 +711,7 @@ def test_an_extension_module_in_a_pinned_library_needs_the_policy_too(
         dependencies=["mcs-host", "extlib"],
     )
     (driver_wheel,) = install(venv, tmp_path, driver)
-    pip("install", "--no-index", "--no-deps", str(library_wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(library_wheel), python=venv.python)
     registry = write_registry(
         tmp_path / "registry.json",
         {

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip
+from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytestmark = pytest.mark.venv
@@ -42,7 +42,7 @@ def scene(
         driver_project("loose-driver", marker, LOOSE_ID, label="loose"),
     ]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     registry = write_registry(
         root / "registry.json",
         {
@@ -191,7 +191,7 @@ def test_a_project_file_cannot_turn_off_the_plugin_that_denies_a_call(
         dependencies=["mcs-host"],
     )
     wheels = [build_wheel(p.write(tmp_path / "src"), tmp_path / "wheels") for p in (driver, plugin)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     registry = write_registry(
         tmp_path / "registry.json",
         {
@@ -268,7 +268,7 @@ def test_deny_or_allow_settles_a_label_conflict_in_load_and_verify(
     ids = {"acme-weather": PINNED_ID, "other-weather": LOOSE_ID}
     projects = [driver_project(name, marker, ids[name], label="weather") for name in ids]
     wheels = [build_wheel(p.write(tmp_path / "src"), tmp_path / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     registry = write_registry(
         tmp_path / "registry.json",
         {
@@ -387,7 +387,7 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
         dependencies=["mcs-host"],
     )
     (wheel,) = [build_wheel(deep_manifest.write(tmp_path / "src"), tmp_path / "wheels")]
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = write_registry(
         tmp_path / "registry.json",
         {PINNED_ID: entry("deep-driver", "deep_driver", "deep_driver:Driver")},

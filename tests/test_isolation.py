@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import ROOT, Venv, build_wheel, pip
+from distbuild import ROOT, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -125,7 +125,7 @@ def scene(
         files={"wild_driver/__init__.py": WILD},
     )
     wheel = build_wheel(wild.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     bundled = json.loads((ROOT / "registry.json").read_text())
     drivers = {
         **bundled["drivers"],

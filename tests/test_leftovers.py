@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Venv, build_wheel, pip
+from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 from mcs_host import (
@@ -434,7 +434,7 @@ def grabby(
         files={"grabby_driver/__init__.py": GRABBY},
     )
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     drivers = {
         GRABBY_ID: entry(
             "grabby-driver", "grabby", "grabby_driver:Driver", releases={"1.0.0": pin(wheel)}

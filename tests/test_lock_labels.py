@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, install_target, pip
+from distbuild import ROOT, Project, Venv, build_wheel, install_target, uv_pip
 from hostrun import driver_project
 
 from mcs_host.trust.registry import REGISTRY_FORMAT
@@ -80,7 +80,7 @@ def scene(
     )
     rival = driver_project("csv-plus", marker, RIVAL_ID, label="csv")
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (shadow, rival)]
-    pip("install", "--no-index", "--no-deps", str(wheels[0]), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheels[0]), python=venv.python)
     (bundled,) = wheelhouse.glob("mcs_host_csv-*.whl")
     return {
         "venv": venv,
@@ -324,7 +324,7 @@ def test_a_drivers_pin_never_passes_for_a_host_plugin_of_the_same_object(
     entry_points = {**twin.entry_points, "mcs.host_plugins": {"twin_hooks": "twin_driver:Driver"}}
     project = Project(twin.name, files=files, entry_points=entry_points, dependencies=["mcs-host"])
     wheel = build_wheel(project.write(tmp_path / "src"), tmp_path / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     home = tmp_path / "home"
     config = home / ".config" / "mcs-host" / "config.toml"
     config.parent.mkdir(parents=True)

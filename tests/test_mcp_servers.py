@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, free_port, pip, wait_for_port
+from distbuild import Project, Venv, build_wheel, free_port, pip, uv_pip, wait_for_port
 from hostrun import entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -92,7 +92,7 @@ def scene(
     )
     wheel = build_wheel(server.write(root / "src"), root / "wheels")
     plugin = build_wheel(approve.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     registry = write_registry(
@@ -245,7 +245,7 @@ def test_a_remote_server_is_pinned_by_url_labelled_remote_and_asks_consent(
     scene_venv: Venv = scene["venv"]
     subprocess.run(["cp", "-a", f"{scene_venv.path}/.", str(venv.path)], check=True)
     python = venv.path / "bin" / "python"  # the copy's: its scripts would run the original's
-    pip("install", "--no-index", "--no-deps", str(scene["plugin"]), python=python)
+    uv_pip("install", "--no-index", "--no-deps", str(scene["plugin"]), python=python)
     done = venv.run(
         python, "-m", "mcs_host", "call", "add", "--args", '{"a": 2, "b": 3}',
         "--config", cfg, "--json", env={"HOME": str(scene["root"])},
@@ -407,7 +407,7 @@ def test_what_a_server_imports_from_another_distribution_must_be_verified(
         files={"adder_speedups.py": f"open({str(marker)!r}, 'a').write('speedups\\n')\n"},
     )
     wheel = build_wheel(helper.write(tmp_path / "src"), tmp_path / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=python)
     assert venv.run(python, "-c", "import adder_server").returncode == 0  # the control
     marker.unlink()
     cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip, vendor_into_wheel
+from distbuild import Project, Venv, build_wheel, uv_pip, vendor_into_wheel
 from hostrun import entry, pin, write_registry
 
 pytestmark = [
@@ -185,7 +185,7 @@ def scene(
     )
     venv = Venv.create(root / "venv")
     venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = write_registry(
         root / "registry.json",
         {

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip
+from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -173,7 +173,7 @@ def scene(
         dependencies=["mcp"],
     )
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (driver, server)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     registry = write_registry(
         root / "registry.json",
         {

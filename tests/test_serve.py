@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from distbuild import ROOT, Project, Venv, build_wheel, free_port, pip, wait_for_port
+from distbuild import ROOT, Project, Venv, build_wheel, free_port, uv_pip, wait_for_port
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -110,7 +110,7 @@ def scene(
         dependencies=["mcs-host"],
     )
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (noisy, consent)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     bundled = json.loads((ROOT / "registry.json").read_text())
     drivers = {
         **bundled["drivers"],
@@ -388,7 +388,7 @@ def test_a_planted_mcp_package_is_the_hosts_only_under_serve(
         entry_point="uses_mcp.extra:Driver",
     )
     wheels = [build_wheel(p.write(tmp_path / "src"), tmp_path / "wheels") for p in (planted, uses)]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     registry = write_registry(
         tmp_path / "registry.json",
         {

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, free_port, pip
+from distbuild import Project, Venv, build_wheel, free_port, uv_pip
 from hostrun import driver_project, pin, write_registry
 
 from mcs_host.trust.registry import Registry
@@ -73,7 +73,7 @@ def scene(
             for name, ident in (("alpha", ALPHA_ID), ("beta", BETA_ID))
         ),
     ]  # fmt: skip
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     return {"venv": venv, "root": root, "server": wheels[0], "markers": markers}
 
 

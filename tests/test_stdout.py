@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Venv, build_wheel, pip
+from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -183,7 +183,7 @@ def scene(
         ),
     ]
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in projects]
-    pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     loud, solo = wheels
     drivers = {
         LOUD_ID: entry("loud-driver", "loud", "loud_driver:Driver", releases={"1.0.0": pin(loud)}),

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import anyio
 import pytest
-from distbuild import ROOT, Venv, build_wheel, pip
+from distbuild import ROOT, Venv, build_wheel, pip, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra
@@ -78,7 +78,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: 
         "acme-native", root / "native-ran.txt", NATIVE_ID, label="native", files=kernels
     )
     wheel = build_wheel(native.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     bundled = json.loads((ROOT / "registry.json").read_text())
     drivers = {
         **bundled["drivers"],

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distbuild import Project, Venv, build_wheel, pip
+from distbuild import Project, Venv, build_wheel, pip, uv_pip
 
 pytestmark = [pytest.mark.venv, pytest.mark.network]
 
@@ -89,7 +89,7 @@ def science(
         dependencies=["mcs-host", "numpy", "pandas", "scipy"],
     )
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
-    pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+    uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = root / "registry.json"
     done = venv.run("mcs-host", "lock", "np-stats", "--registry", registry)
     assert done.returncode == 0, done.stderr
