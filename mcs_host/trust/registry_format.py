@@ -13,9 +13,10 @@ versions, bounds the versions allowed, and names the keys (:class:`PublisherKey`
 Trusted Publisher (:class:`Publisher`, its :class:`FormerPublisher` ones, each pin's
 :class:`ProvenanceSummary`) that vouch for releases. Every model is frozen and refuses an
 unknown field, so a document that parses keeps these rules; :meth:`Registry.dump` and
-:meth:`Registry.save` write it as ``lock`` does. Reading a registry file (plain or signed,
-never downgraded) and merging several into a :class:`~mcs_host.trust.registry.TrustIndex`
-is :mod:`.registry`'s.
+:meth:`Registry.save` write it as ``lock`` does. A model's validator is built when it is first
+used (``defer_build``), not when this module is imported: a command that reads no registry
+builds none (about 30 ms). Reading a registry file (plain or signed, never downgraded) and
+merging several into a :class:`~mcs_host.trust.registry.TrustIndex` is :mod:`.registry`'s.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ TrustLabel = Literal["verified", "reference", "community"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Publisher(_Strict):
