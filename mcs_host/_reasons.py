@@ -1,6 +1,9 @@
 """Reason codes: every code the host reports for a driver, a host plugin, an MCP server, a
 dependency or a registry, with what it means and what to do about it.
 
+One module: the table is one specification, and splitting it would give a code two homes; it
+is long because it holds every code the host reports, each with its meaning and its fix.
+
 One table, read by everything that makes or shows a reason:
 :class:`~mcs_host.loading.records.Refused`, :class:`~mcs_host.trust.verification.Verification`
 and the load records refuse a code that is not in it; the command line prints a ``fix:`` line
@@ -17,8 +20,6 @@ reader knows, a choice) is said in words, never as a command with a blank to fil
 dependency, or an MCP server run from a distribution, is pinned as a library: its fix says
 ``mcs-host lock --distribution DISTRIBUTION`` where a driver's says ``mcs-host lock LABEL``,
 and a host plugin's ``mcs-host lock --plugin LABEL``.
-
-One module: the table is one specification, and splitting it would give a code two homes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Discovery: installed metadata -> driver candidates, without importing any driver code.
 
+One module: discovery is the one reader of installed metadata, whose records, entry point
+parser and scans share the private readers of a metadata directory; it is long because every
+question the host asks of installed metadata (entry points, names and versions, copies,
+requirements) is answered here, and ``mcs-host list`` imports this module alone (no pydantic,
+no packaging).
+
 Reads each distribution's ``entry_points.txt`` on the search path, keeps the entries of the
 ``mcs.drivers`` group, and reports what would make a candidate ambiguous: one distribution
 installed twice, two distributions claiming one label, an entry point that does not name an
 object, a label that cannot prefix tool names.
-
-One module: discovery is one pass over installed metadata; its records, the entry point parser
-and the scan share private readers, and ``mcs-host list`` imports this module alone (no
-pydantic, no packaging).
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Argument validation against a tool's JSON Schema, before the tool runs.
 
+One module: a small JSON Schema compiler whose keywords compile each other recursively; it
+is long because each keyword is compiled twice, into the full check that coerces and names
+each problem and into the fast acceptance test tried first.
+
 The keywords tool schemas use are checked: ``type``, ``enum``, ``const``, ``required``,
 ``properties``, ``additionalProperties``, ``items``, ``minItems``/``maxItems``,
 ``uniqueItems``, ``minLength``/``maxLength``, ``pattern``, ``minimum``/``maximum`` and their
@@ -11,8 +15,6 @@ given (strict schemas, OpenAI's and the response schema's, write an optional pro
 every coercion is reported. A schema whose keywords cannot be checked (a ``pattern``
 that is no regular expression, a length that is no count, an ``enum`` that is no list) is
 refused when it is compiled, that is when its tool is mounted.
-
-One module: a small JSON Schema compiler whose keywords compile each other recursively.
 """
 
 from __future__ import annotations

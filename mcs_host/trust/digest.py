@@ -1,5 +1,9 @@
 """Integrity: the ``installed-tree-v2`` digest of a distribution, installed or still a wheel.
 
+One module: the ``installed-tree-v2`` digest is one specification; it is long because the
+RECORD rules, the installed scan and the wheel scan must read files the same way and encode
+them once, so all three are here.
+
 For every RECORD row that lands inside the site directory, the real file is hashed (opened with
 ``O_NOFOLLOW``, its directory's real path inside the site directory, its size checked first).
 The listing is a header line naming the format, then one JSON array ``[path, size, sha256]``
@@ -16,9 +20,6 @@ trusted only when a registry pins it or a trusted publisher signed it.
 Besides the digest, a scan reports what would let unverified code run: files that differ from
 their RECORD row or are missing, files in the package directories that RECORD does not list,
 and shadows of a top-level module (``pkg/`` or ``pkg.<ext>.so`` beside a listed ``pkg.py``).
-
-One module: the ``installed-tree-v2`` digest is one specification; the RECORD rules, the
-installed scan and the wheel scan must read files the same way and encode them once.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Releases: what a wheel or an installed distribution holds, publisher signatures, and locks.
 
+One module: a release is described once, from its files, in the terms that both the statement
+a publisher signs and the pins ``lock`` writes use (its digest, its entry points, their
+manifests' ids); it is long because it reads a wheel and an install alike, rewrites a wheel to
+sign it, and locks each driver, host plugin or library of a release by the registry's rules.
+
 A release is described from its files alone: the ``installed-tree-v2`` digest, its entry points
 in ``mcs.drivers`` and, for each, the driver meta in the ``mcs-driver.json`` manifest beside the
 entry point module. ``sign_wheel`` adds a DSSE-signed statement of that description to the
 wheel's ``*.dist-info`` (a file the digest leaves out, so the digest does not change and the
 wheel stays installable). ``lock`` writes the digests into a plain registry file as pins.
-
-One module: a release statement, signing a wheel with it and locking a registry to it describe
-a release in the same terms.
 """
 
 from __future__ import annotations
