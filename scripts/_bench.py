@@ -101,16 +101,27 @@ def medians_us(
     return [statistics.median(r) for r in runs]
 
 
-def process_ms(commands: Sequence[Sequence[str]], repeat: int, **kwargs: object) -> list[float]:
+def process_ms(
+    commands: Sequence[Sequence[str]],
+    repeat: int,
+    codes: Sequence[int] | None = None,
+    **kwargs: object,
+) -> list[float]:
     """Median wall milliseconds of each command as a fresh process, run in turn ``repeat``
-    times after one warm-up round (so drift hits them all alike)."""
+    times after one warm-up round (so drift hits them all alike). Each must exit 0, or with
+    its entry of ``codes``; any other exit stops the benchmark, saying what it printed."""
     times: list[list[float]] = [[] for _ in commands]
+    expected = list(codes) if codes is not None else [0] * len(commands)
     for round_ in range(repeat + 1):
         for index, command in enumerate(commands):
             started = time.perf_counter()
-            subprocess.run(command, check=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+            done = subprocess.run(command, capture_output=True, check=False, **kwargs)  # type: ignore[call-overload]
+            elapsed = (time.perf_counter() - started) * 1000
+            if done.returncode != expected[index]:
+                said = (done.stdout + done.stderr)[-2000:]
+                raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {said!r}")
             if round_:
-                times[index].append((time.perf_counter() - started) * 1000)
+                times[index].append(elapsed)
     return [statistics.median(t) for t in times]
 
 

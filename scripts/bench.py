@@ -7,8 +7,9 @@
 Sets up ``.venvs/bench`` with this checkout's mcs-host and the bundled drivers (installed as a
 user installs them, not editable) plus the peers measured against it: stevedore, and the
 reference ``mcs-orchestrator-base`` with ``mcs-driver-core`` (pluggy is a dependency of
-mcs-host), and flit_core to build the isolation scripts' drivers. Then runs, each in that
-venv, scripts/bench_discovery.py, bench_cli.py,
+mcs-host), and flit_core to build the isolation scripts' drivers; and ``.venvs/bench-bare``
+with this checkout's mcs-host alone, where bench_cli.py times each command with nothing to
+verify. Then runs, each in the first venv, scripts/bench_discovery.py, bench_cli.py,
 bench_digest.py, bench_orchestrator.py, bench_mcp.py, bench_detection.py, bench_load.py,
 bench_scale.py, bench_wheels.py, bench_add.py, bench_import.py, bench_csv.py and
 bench_streaming.py, and
@@ -34,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venvs" / "bench"
+BARE = ROOT / ".venvs" / "bench-bare"
+"""This checkout's mcs-host and what it requires, nothing else: bench_cli.py times each
+command's start-up there, where there is nothing to verify."""
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
 PEERS = ["stevedore==5.10.0", "mcs-orchestrator-base==0.2.0", "mcs-driver-core==0.4.1"]
 TOOLS = ["flit_core>=3.9,<5"]
@@ -67,19 +71,22 @@ ISOLATION = {
 ISOLATION_BEGIN, ISOLATION_END = "<!-- isolation:begin -->", "<!-- isolation:end -->"
 
 
-def setup() -> Path:
-    """The bench venv's python, with this checkout's mcs-host and the peers installed."""
-    python = VENV / "bin" / "python"
+def setup(where: Path = VENV, local: tuple[str, ...] = (), others: tuple[str, ...] = ()) -> Path:
+    """The python of the venv ``where``, with this checkout's mcs-host and ``local`` projects
+    (reinstalled every run: the version number does not change) and the ``others``."""
+    python = where / "bin" / "python"
     if not python.exists():
-        print(f"creating {VENV.relative_to(ROOT)}", flush=True)
-        venv.create(VENV, with_pip=True)
+        print(f"creating {where.relative_to(ROOT)}", flush=True)
+        venv.create(where, with_pip=True)
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     pip = [str(python), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, *PEERS, *TOOLS], check=True, env=env)
-    # this checkout's code, reinstalled every run: the version number does not change
-    local = [".[mcp]", *(str(p.relative_to(ROOT)) for p in PLUGINS)]
-    subprocess.run([*pip, "--force-reinstall", "--no-deps", *local], cwd=ROOT, check=True, env=env)
-    subprocess.run([*pip, *local], cwd=ROOT, check=True, env=env)
+    if others:
+        subprocess.run([*pip, *others], check=True, env=env)
+    checkout = [".[mcp]" if where == VENV else ".", *local]
+    subprocess.run(
+        [*pip, "--force-reinstall", "--no-deps", *checkout], cwd=ROOT, check=True, env=env
+    )
+    subprocess.run([*pip, *checkout], cwd=ROOT, check=True, env=env)
     return python
 
 
@@ -96,7 +103,9 @@ def main() -> int:
         help="run the main report's scripts, or the isolation section's, or both",
     )
     args = parser.parse_args()
-    python = setup()
+    python = setup(VENV, tuple(str(p.relative_to(ROOT)) for p in PLUGINS), (*PEERS, *TOOLS))
+    bare = setup(BARE) if args.only in ("all", "main") else None
+    extra = {"bench_cli.py": ["--environment", str(bare)]} if bare is not None else {}
     blocks = []
     if args.only in ("all", "main"):
         blocks.append((SCRIPTS, BEGIN, END))
@@ -104,7 +113,7 @@ def main() -> int:
         blocks.append((ISOLATION, ISOLATION_BEGIN, ISOLATION_END))
     texts = []
     for scripts, begin, end in blocks:
-        text = report(python, scripts, args.quick)
+        text = report(python, scripts, args.quick, extra)
         if text is None:
             return 1
         print(text)
@@ -125,16 +134,23 @@ def main() -> int:
 
 
 def report(
-    python: Path, scripts: dict[str, tuple[list[str], list[str]]], quick: bool
+    python: Path,
+    scripts: dict[str, tuple[list[str], list[str]]],
+    quick: bool,
+    extra: dict[str, list[str]],
 ) -> str | None:
-    """Run ``scripts`` in the bench venv: their sections and budgets as Markdown (None: one
-    failed, and said why on stderr)."""
+    """Run ``scripts`` in the bench venv (each with its ``extra`` arguments): their sections
+    and budgets as Markdown (None: one failed, and said why on stderr)."""
     sections = []
     started = time.monotonic()
     for script, (full, fewer) in scripts.items():
         print(f"running {script}", file=sys.stderr, flush=True)
         done = subprocess.run(
-            [str(python), str(ROOT / "scripts" / script), "--json", *(fewer if quick else full)],
+            [
+                *(str(python), str(ROOT / "scripts" / script), "--json"),
+                *(fewer if quick else full),
+                *extra.get(script, []),
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,

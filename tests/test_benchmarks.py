@@ -45,6 +45,34 @@ def test_discovery_finds_every_synthetic_driver_with_each_method() -> None:
     ]
 
 
+def test_the_cli_benchmark_times_each_command_against_the_interpreter() -> None:
+    # the script stops when a command exits otherwise than it should (load of nothing: 1)
+    section = bench("bench_cli.py", "--repeat", "1")
+    rows = [row.split(" | ") for row in section["markdown"][2:]]
+    assert [row[0] for row in rows] == [
+        "| `python -c pass`",
+        "| stdlib `entry_points(group=)` scan",
+        "| `mcs-host list --no-verify --json` (this environment)",
+        "| `mcs-host --version`",
+        "| `mcs-host version`",
+        "| `mcs-host list`",
+        "| `mcs-host verify`",
+        "| `mcs-host load`",
+    ]
+    assert rows[0][2] == "1.00x"
+    assert all(row[2].endswith("x") and float(row[2][:-1]) > 0 for row in rows)
+    modules = {row[0].strip("| `"): int(row[3].rstrip(" |")) for row in rows}
+    # each imports what it uses: the version nothing, verify what reading a configuration
+    # needs, load what mounting needs too
+    assert modules["python -c pass"] < modules["mcs-host --version"] < modules["mcs-host version"]
+    assert modules["mcs-host version"] < modules["mcs-host verify"] < modules["mcs-host load"]
+    assert [b["name"] for b in section["budgets"]] == [
+        "`mcs-host list --no-verify --json` / stdlib scan, cold",
+        "`mcs-host --version` / `python -c pass`",
+        "`mcs-host verify` of nothing / `python -c pass`",
+    ]
+
+
 def test_the_scale_benchmark_verifies_and_mounts_every_driver_at_each_size() -> None:
     section = bench("bench_scale.py", "--sizes", "2,5", "--repeat", "1")
     assert [b["name"] for b in section["budgets"]] == [
