@@ -250,18 +250,20 @@ from .bridge._shapes import (
 # Loading: configuration, compatibility, host plugins, the load pipeline and its records
 from .loading.config import (
     approve_directory as approve_directory,
+    load_config as load_config,
+    override_config as override_config,
+    PROJECT_FILES as PROJECT_FILES,
+    revoke_directory as revoke_directory,
+    user_config_path as user_config_path,
+)
+from .loading.config_schema import (
     ConfigError as ConfigError,
     DriverSettings as DriverSettings,
     HostConfig as HostConfig,
-    load_config as load_config,
     MCPServerSettings as MCPServerSettings,
-    override_config as override_config,
     ProcessLimits as ProcessLimits,
-    PROJECT_FILES as PROJECT_FILES,
-    revoke_directory as revoke_directory,
     ServeSettings as ServeSettings,
     TrustSettings as TrustSettings,
-    user_config_path as user_config_path,
 )
 from .loading.compat import (
     capability_problems as capability_problems,

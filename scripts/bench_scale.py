@@ -49,7 +49,7 @@ class Driver(MCSToolDriver):
 
 PROBE = """
 import json, sys, time
-from mcs_host.loading.config import HostConfig
+from mcs_host.loading.config_schema import HostConfig
 from mcs_host.loading.host import Host
 
 mode, directory, registry = sys.argv[1:]

@@ -37,7 +37,7 @@ from hostrun import driver_project, pin
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
 
-from mcs_host.loading.config import ConfigError
+from mcs_host.loading.config_schema import ConfigError
 from mcs_host.loading.config_tables import (
     constructor_parameters,
     driver_table,

@@ -22,10 +22,10 @@ from mcs_host.loading import config as config_module
 from mcs_host.loading.config import (
     _PROJECT_KEYS,
     PROJECT_FILES,
-    HostConfig,
     approve_directory,
     revoke_directory,
 )
+from mcs_host.loading.config_schema import HostConfig
 from mcs_host.trust.registry import RegistryError, RegistryState
 from mcs_host.trust.signatures import PrivateKey
 
@@ -951,7 +951,7 @@ class _Typed:
 
 def test_only_settings_typed_as_paths_are_resolved_and_absolute_ones_are_kept() -> None:
     from mcs_host.loading._paths import path_parameters, resolved_settings
-    from mcs_host.loading.config import DriverSettings
+    from mcs_host.loading.config_schema import DriverSettings
 
     assert path_parameters(_Typed) == {"root", "where", "later", "unknown"}
     settings = DriverSettings(

@@ -290,7 +290,7 @@ def test_each_block_takes_the_comment_right_before_it_and_no_earlier_one(tmp_pat
 
 
 def test_every_configuration_key_and_environment_variable_is_in_the_reference() -> None:
-    from mcs_host.loading.config import DriverSettings, HostConfig
+    from mcs_host.loading.config_schema import DriverSettings, HostConfig
 
     page = (DOCS / "reference" / "configuration.md").read_text("utf-8")
     for name in HostConfig.model_fields:

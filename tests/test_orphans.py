@@ -462,7 +462,7 @@ def start_child(scene: dict[str, Any]) -> subprocess.Popen[bytes]:
     """``python -I -m mcs_host serve --isolated spawner`` as a host starts it, with the
     configuration a host would write for it."""
     from mcs_host.bridge.isolation import CONFIG_VARIABLE
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.config_schema import HostConfig
 
     child = HostConfig.model_validate(
         {

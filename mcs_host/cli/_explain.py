@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.config_schema import HostConfig
     from mcs_host.loading.records import LoadRecord, LoadReport
     from mcs_host.orchestration.orchestrator import Orchestrator
 

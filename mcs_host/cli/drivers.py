@@ -58,7 +58,7 @@ from .render import (
 )
 
 if TYPE_CHECKING:
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.config_schema import HostConfig
     from mcs_host.loading.records import Loaded, LoadReport
     from mcs_host.orchestration.calls import ToolCall
     from mcs_host.orchestration.orchestrator import Orchestrator
@@ -90,7 +90,7 @@ def list_drivers(
     trust: dict[tuple[str, str, str], tuple[str | None, str | None]] | None = None
     registries: tuple[str, ...] = ()
     if not no_verify:
-        from mcs_host.loading.config import ConfigError
+        from mcs_host.loading.config_schema import ConfigError
         from mcs_host.loading.verify import verify_installed
 
         settings = options.host_config()
@@ -170,7 +170,7 @@ def verify_drivers(
     code (and the host's), and started with --live, and every stored provenance verified
     again with --provenance; 1 otherwise.
     """
-    from mcs_host.loading.config import ConfigError
+    from mcs_host.loading.config_schema import ConfigError
     from mcs_host.loading.verify import verify_installed
 
     settings = options.host_config()
@@ -217,7 +217,7 @@ def _load(
     """Load the stack; with ``approve``, a consent plugin asks on the terminal before each
     call that needs approval (:func:`_terminal_approval`). Each label asked for that no
     mount has is explained in the report's errors, and returned (:func:`unplaced`)."""
-    from mcs_host.loading.config import ConfigError
+    from mcs_host.loading.config_schema import ConfigError
     from mcs_host.loading.host import Host
     from mcs_host.loading.records import LoadError
 

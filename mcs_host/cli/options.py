@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar, get_
 import typer
 
 if TYPE_CHECKING:
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.config_schema import HostConfig
 
 JsonOption = Annotated[
     bool,
@@ -226,7 +226,8 @@ class HostOptions:
     def host_config(self) -> HostConfig:
         """The host configuration: file and environment, then these options, each checked
         before anything is loaded (a bad one ends here with exit 2)."""
-        from mcs_host.loading.config import ConfigError, load_config
+        from mcs_host.loading.config import load_config
+        from mcs_host.loading.config_schema import ConfigError
 
         for directory in self.path or ():
             if not directory.is_dir():
@@ -418,7 +419,7 @@ def config_from_parent(command: str, child: str) -> HostConfig:
     child is asked to end with its parent, and made the parent of what the code it runs
     orphans (a child subreaper), so that it can end all of it (:mod:`mcs_host._descendants`)."""
     from mcs_host.bridge.isolation import CONFIG_VARIABLE
-    from mcs_host.loading.config import HostConfig
+    from mcs_host.loading.config_schema import HostConfig
 
     from ._secrets import withheld
 

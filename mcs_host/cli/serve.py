@@ -40,7 +40,7 @@ from .options import (
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from mcs_host.loading.config import HostConfig, ProcessLimits
+    from mcs_host.loading.config_schema import HostConfig, ProcessLimits
     from mcs_host.loading.records import LoadReport
     from mcs_host.orchestration.orchestrator import Orchestrator
 

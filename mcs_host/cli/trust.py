@@ -51,7 +51,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from mcs_host.loading.config import HostConfig, MCPServerSettings
+    from mcs_host.loading.config_schema import HostConfig, MCPServerSettings
     from mcs_host.trust.registry import (
         DriverEntry,
         MCPServerEntry,
@@ -562,7 +562,7 @@ def _declared_beside(
 def _registry_entries(current: Registry, settings: HostConfig) -> dict[str, DriverEntry]:
     """The driver entries of the registry being written, over those of the registries the
     configuration reads (which are not needed to pin: one that cannot be read is left out)."""
-    from mcs_host.loading.config import ConfigError
+    from mcs_host.loading.config_schema import ConfigError
 
     entries: dict[str, DriverEntry] = dict(current.drivers)
     try:
@@ -981,7 +981,8 @@ def allow_command(
     (registries, prompts, token file, what driver settings and server commands name), and
     lapses when any of them changes. Files outside the directory are not covered.
     """
-    from mcs_host.loading.config import ConfigError, approve_directory, revoke_directory
+    from mcs_host.loading.config import approve_directory, revoke_directory
+    from mcs_host.loading.config_schema import ConfigError
 
     real = os.path.realpath(directory)
     done = True

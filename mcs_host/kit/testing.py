@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from mcs_host.loading.config import DriverSettings, HostConfig
+from mcs_host.loading.config_schema import DriverSettings, HostConfig
 from mcs_host.loading.host import Host
 from mcs_host.loading.records import Loaded
 

@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any
 
-from .config import DriverSettings
+from .config_schema import DriverSettings
 
 __all__: list[str] = []  # used by mcs_host.loading.stages; nothing public
 

@@ -31,7 +31,7 @@ from mcs_host.trust.release import Release
 
 from .add_records import AddError, AddRequest, WrittenTable
 from .add_sources import Source
-from .config import ConfigError
+from .config_schema import ConfigError
 from .config_tables import (
     Table,
     constructor_parameters,

@@ -61,7 +61,7 @@ from .add_offers import (
 )
 from .add_records import Added, AddedDistribution, AddError, AddRequest, WrittenTable
 from .add_sources import Source, downloaded, target_source
-from .config import ConfigError
+from .config_schema import ConfigError
 from .config_tables import parsed
 
 # used by mcs-host add: add

@@ -1,11 +1,11 @@
 """What :func:`~mcs_host.loading.host.load_drivers` takes from code besides a configuration.
 
 :class:`LoadOptions` names every setting it accepts as a keyword: each key of
-:class:`~mcs_host.loading.config.HostConfig` a user sets, and the trust settings by their own
+:class:`~mcs_host.loading.config_schema.HostConfig` a user sets, and the trust settings by their own
 names (``allow_extensions=True`` as well as ``trust={"allow_extensions": True}``).
 :func:`checked_options` checks them by name and by value before any file is read, so a wrong
 keyword is a :class:`TypeError` listing the names that exist, and a wrong value a
-:class:`~mcs_host.loading.config.ConfigError` naming the argument, never a file the user did
+:class:`~mcs_host.loading.config_schema.ConfigError` naming the argument, never a file the user did
 not write.
 """
 
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from mcs_host.discovery import labels_argument
 
-from .config import (
+from .config_schema import (
     ConfigError,
     DriverSettings,
     HostConfig,

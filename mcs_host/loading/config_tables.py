@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .config import ConfigError, DriverSettings, MCPServerSettings
+from .config_schema import ConfigError, DriverSettings, MCPServerSettings
 
 # used by mcs-host add: Parameter, Table, constructor_parameters, driver_table,
 # imported_from, parsed, server_table, toml_value, with_tables

@@ -40,7 +40,8 @@ from mcs_host.trust.verification import Verification
 
 from . import isolating, servers, stages
 from .arguments import LoadOptions, checked_options
-from .config import DriverSettings, HostConfig, load_config, override_config
+from .config import load_config, override_config
+from .config_schema import DriverSettings, HostConfig
 from .hooks import plugin_manager
 from .planning import plan_mounts, skip_reason
 from .plugins import (
@@ -159,7 +160,7 @@ def load_drivers(
     :class:`LoadOptions` (``strict=True``, ``allow_extensions=False``...).
 
     Raises :class:`TypeError` for an argument of the wrong type or an unknown keyword (naming
-    the keywords it takes), :class:`~mcs_host.loading.config.ConfigError` for a setting
+    the keywords it takes), :class:`~mcs_host.loading.config_schema.ConfigError` for a setting
     refused (naming the argument, or the file and key that gave it), :class:`LoadError` when
     the report has errors.
     """

@@ -24,7 +24,7 @@ from mcs_host.trust import _origins
 from mcs_host.trust.registry import default_registry_paths
 from mcs_host.trust.verification import Verification
 
-from .config import DriverSettings, HostConfig
+from .config_schema import DriverSettings, HostConfig
 from .records import LiveCheck, Plan, Refused
 from .stages import Context, valid_tools
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from mcs_host.discovery import Candidate, Discovery, normalize_name
 
-from .config import DriverSettings, HostConfig
+from .config_schema import DriverSettings, HostConfig
 from .records import LoadRecord, Plan
 
 __all__ = ["settle_conflicts"]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from mcs_host.trust.dependencies import DependencyCheck
     from mcs_host.trust.verification import Verification
 
-    from .config import DriverSettings
+    from .config_schema import DriverSettings
 
 __all__ = [
     "LiveCheck",

@@ -21,7 +21,7 @@ from mcs_host.trust.dependencies import judge_dependencies
 from mcs_host.trust.importer import is_verified_module, verified_importer
 from mcs_host.trust.verification import TrustPolicy
 
-from .config import HostConfig
+from .config_schema import HostConfig
 from .records import Refused
 from .servers import check_server
 from .stages import admit_checked

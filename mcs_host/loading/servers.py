@@ -42,7 +42,7 @@ from mcs_host.trust.dependencies import (
 from mcs_host.trust.registry import MCPServerEntry, TrustIndex, default_registry_paths
 from mcs_host.trust.verification import TrustPolicy
 
-from .config import HostConfig, MCPServerSettings
+from .config_schema import HostConfig, MCPServerSettings
 from .isolating import require_mcp_extra
 from .planning import ruled_out
 from .plugins import Approval

@@ -56,7 +56,7 @@ from .compat import (
     meta_of,
     version_problem,
 )
-from .config import DriverSettings, HostConfig
+from .config_schema import DriverSettings, HostConfig
 from .records import MODULES, Plan, Refused
 from .reference import ReferenceToolDriver, is_reference_driver
 

@@ -26,7 +26,7 @@ from mcs_host.trust.digest import TreeScan
 from mcs_host.trust.registry import TrustIndex
 from mcs_host.trust.verification import TrustPolicy, Verification, verify_candidate
 
-from .config import HostConfig
+from .config_schema import HostConfig
 from .planning import admitted, settle_conflicts
 from .records import Progress, ServerCheck, VerifyRecord, VerifyReport
 
