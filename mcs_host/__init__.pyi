@@ -249,11 +249,8 @@ from .bridge._shapes import (
 
 # Loading: configuration, compatibility, host plugins, the load pipeline and its records
 from .loading.config import (
-    approve_directory as approve_directory,
     load_config as load_config,
     override_config as override_config,
-    PROJECT_FILES as PROJECT_FILES,
-    revoke_directory as revoke_directory,
     user_config_path as user_config_path,
 )
 from .loading.config_schema import (
@@ -264,6 +261,11 @@ from .loading.config_schema import (
     ProcessLimits as ProcessLimits,
     ServeSettings as ServeSettings,
     TrustSettings as TrustSettings,
+)
+from .loading.config_project import (
+    approve_directory as approve_directory,
+    PROJECT_FILES as PROJECT_FILES,
+    revoke_directory as revoke_directory,
 )
 from .loading.compat import (
     capability_problems as capability_problems,

@@ -18,8 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from mcs_host import ConfigError, load_config, override_config
-from mcs_host.loading import config as config_module
-from mcs_host.loading.config import (
+from mcs_host.loading import config_project
+from mcs_host.loading.config_project import (
     _PROJECT_KEYS,
     PROJECT_FILES,
     approve_directory,
@@ -478,7 +478,7 @@ def test_each_project_file_is_read_once_and_its_hash_is_of_the_bytes_parsed(
         (directory / "pyproject.toml").write_text('[project]\nname = "app"\n')
     approve_directory(directory)
     approved = {f.name: f.read_bytes() for f in directory.iterdir() if f.name in PROJECT_FILES}
-    real = config_module._read_config
+    real = config_project.read_config
     reads: list[str] = []
 
     def read_config(path: str) -> bytes:
@@ -488,7 +488,7 @@ def test_each_project_file_is_read_once_and_its_hash_is_of_the_bytes_parsed(
         reads.append(name)
         return approved[name] if reads.count(name) > 1 else real(path)
 
-    monkeypatch.setattr(config_module, "_read_config", read_config)
+    monkeypatch.setattr(config_project, "read_config", read_config)
     config = load_config(environ={})
     assert sorted(reads) == sorted(approved)
     assert (config.plugins, config.notes) == (False, ())
@@ -755,7 +755,9 @@ while not os.path.exists(go):  # the barrier: every child starts its update toge
     time.sleep(0.001)
 {body}
 """
-APPROVE = "from mcs_host.loading.config import approve_directory\napprove_directory(sys.argv[3])"
+APPROVE = (
+    "from mcs_host.loading.config_project import approve_directory\napprove_directory(sys.argv[3])"
+)
 ACCEPT = (
     "from mcs_host.trust.registry import RegistryState\n"
     "RegistryState(sys.argv[3]).accept(sys.argv[4], 1, 'ab' * 32, sys.argv[4] + '.json')"

@@ -24,7 +24,7 @@ pytestmark = [
 ]
 
 APPROVALS = "approved-directories.json"
-"""The approvals' file name in the state directory (``mcs_host.loading.config``)."""
+"""The approvals' file name in the state directory (``mcs_host.loading.config_project``)."""
 
 
 @pytest.fixture(scope="module")

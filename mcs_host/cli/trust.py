@@ -981,7 +981,7 @@ def allow_command(
     (registries, prompts, token file, what driver settings and server commands name), and
     lapses when any of them changes. Files outside the directory are not covered.
     """
-    from mcs_host.loading.config import approve_directory, revoke_directory
+    from mcs_host.loading.config_project import approve_directory, revoke_directory
     from mcs_host.loading.config_schema import ConfigError
 
     real = os.path.realpath(directory)

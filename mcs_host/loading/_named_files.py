@@ -33,7 +33,7 @@ from typing import Any
 
 from mcs_host._files import InputError, Opened
 
-__all__: list[str] = []  # used by mcs_host.loading.config; nothing public
+__all__: list[str] = []  # used by mcs_host.loading.config_project; nothing public
 
 ABSENT = "absent"
 """What a name that leads to nothing inside the directory is recorded as."""

@@ -1,9 +1,9 @@
 """The configuration's schema: every setting, its type, default and check (:class:`HostConfig`
 and its tables), and :class:`ConfigError`.
 
-Frozen pydantic models that forbid a key they lack. Where the settings come from, in
-which order, and what a project file may set before approval is :mod:`.config`, which this
-module does not import.
+Frozen pydantic models that forbid a key they lack. Where the settings come from and in
+which order is :mod:`.config`; what a project file may set before approval is
+:mod:`.config_project`. This module imports neither.
 """
 
 from __future__ import annotations
