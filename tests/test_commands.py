@@ -1,9 +1,10 @@
 """The command line as a person uses it, through the installed console script: ``tools``
 lists what a load mounts as signatures (and schemas with ``--json``); ``call TOOL
 KEY=VALUE...`` types each value by the tool's schema; ``--label`` loads only the drivers named;
-``version`` says what runs where; ``-h`` is ``--help``; ``install CLIENT`` merges a server
-entry into an MCP client's file, which the ``mcp`` SDK's client then starts from another
-directory with a fresh HOME."""
+``version`` says what runs where; each command imports what it uses (``--version`` nothing of
+typer or the import gate, an option not given no converter); ``-h`` is ``--help``; ``install
+CLIENT`` merges a server entry into an MCP client's file, which the ``mcp`` SDK's client then
+starts from another directory with a fresh HOME."""
 
 from __future__ import annotations
 
@@ -134,6 +135,38 @@ def test_version_says_what_runs_where_and_dash_h_is_help(scene: dict[str, Any]) 
     assert short.returncode == long.returncode == 0
     assert short.stdout == long.stdout
     assert "KEY=VALUE" in short.stdout
+
+
+IMPORTED = """\
+import json, sys
+from mcs_host.cli._launch import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+"""Run the command line on the arguments given, then name every module imported."""
+
+
+def test_each_command_imports_what_it_uses(scene: dict[str, Any]) -> None:
+    """``--version`` imports neither typer nor the import gate, ``version`` no typer, and the
+    options a command is not given get no converter: typer 0.2x builds each with pydantic."""
+    venv: Venv = scene["venv"]
+
+    def imported(*args: str) -> set[str]:
+        done = venv.run("python", "-c", IMPORTED, *args, env={"HOME": str(scene["root"])})
+        assert "Traceback" not in done.stderr, done.stderr
+        return set(json.loads(done.stderr.splitlines()[-1]))
+
+    version = imported("--version")
+    assert not {"typer", "mcs_host.trust._gate", "platform"} & version
+    full = imported("version")
+    assert "typer" not in full
+    assert {"mcs_host.trust._gate", "platform"} <= full
+    verified = imported("verify")
+    assert {"typer", "mcs_host.loading.verify"} <= verified
+    assert "typer._adapters" not in verified  # no option given, none converted
 
 
 @pytest.mark.parametrize(
