@@ -7,15 +7,20 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
+import threading
 import warnings
 import zipfile
 from pathlib import Path
+from threading import Thread
+from typing import Any
 
 import pytest
 from distbuild import Project, build_wheel, install_target
 
+from mcs_host.trust import digest
 from mcs_host.trust.digest import (
     FileEntry,
     TreeDigest,
@@ -286,6 +291,53 @@ def _tree(site: Path, files: dict[str, bytes]) -> Path:
         rows.append(_row(relative, data))
     (info / "RECORD").write_text("".join(rows) + "t-1.0.dist-info/RECORD,,\n")
     return info
+
+
+def test_a_tree_hashed_on_every_core_scans_as_on_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # large files for the threads that take them from the largest down, small ones for the
+    # caller that takes them from the smallest up, and one of each kind of finding
+    files = {f"pkg/big{n}.bin": bytes([n]) * (3 * 1024 * 1024 + n) for n in range(4)}
+    files |= {f"pkg/m{n}.py": f"N = {n}\n".encode() for n in range(300)}
+    info = _tree(tmp_path / "site", {"pkg/__init__.py": b"", **files})
+    site = tmp_path / "site" / "pkg"
+    (site / "big1.bin").unlink()
+    (site / "big2.bin").write_bytes(b"\0" * (3 * 1024 * 1024 + 2))  # same size, other bytes
+    (site / "m7.py").write_text("N = 8\n")
+    (site / "m9.py").unlink()
+    (site / "m9.py").symlink_to(site / "m8.py")
+    monkeypatch.setattr(digest, "_PARALLEL_BYTES", 1 << 60)
+    alone = scan_installed(info)
+    monkeypatch.setattr(digest, "_PARALLEL_BYTES", 8 * 1024 * 1024)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    started: list[threading.Thread] = []
+
+    def thread(**kwargs: Any) -> threading.Thread:
+        started.append(Thread(**kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(threading, "Thread", thread)
+    shared = scan_installed(info)
+    assert len(started) == 3  # three threads beside the caller's
+    assert shared == alone
+    assert [(f.code, f.path) for f in shared.findings] == [
+        ("file-missing", "pkg/big1.bin"),
+        ("file-modified", "pkg/big2.bin"),
+        ("file-modified", "pkg/m7.py"),
+        ("not-a-regular-file", "pkg/m9.py"),
+    ]
+    (site / "big1.bin").write_bytes(files["pkg/big1.bin"])
+    (site / "big2.bin").write_bytes(files["pkg/big2.bin"])
+    (site / "m7.py").write_bytes(files["pkg/m7.py"])
+    (site / "m9.py").unlink()
+    (site / "m9.py").write_bytes(files["pkg/m9.py"])
+    clean = scan_installed(info)
+    assert clean.findings == ()
+    assert clean.digest is not None
+    assert clean.digest.files == len(files) + 1
+    monkeypatch.setattr(digest, "_PARALLEL_BYTES", 1 << 60)
+    assert scan_installed(info) == clean
 
 
 def _v1_listing(entries: list[FileEntry]) -> str:

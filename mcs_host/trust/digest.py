@@ -25,6 +25,7 @@ and shadows of a top-level module (``pkg/`` or ``pkg.<ext>.so`` beside a listed 
 from __future__ import annotations
 
 import binascii
+import collections
 import csv
 import hashlib
 import io
@@ -34,7 +35,7 @@ import posixpath
 import stat
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import TYPE_CHECKING
@@ -539,34 +540,40 @@ _PARALLEL_BYTES = 8 * 1024 * 1024
 
 
 def _hash_rows(base: str, rows: list[_Row], findings: list[Finding]) -> list[FileEntry]:
-    """The entries of ``rows`` that hash (problems go to ``findings``); the files are
-    shared out by size among a thread per core (hashing and reading release the GIL) when
-    there are enough bytes for that to pay."""
+    """The entries of ``rows`` that hash (problems go to ``findings``). When there are enough
+    bytes for it to pay, a thread per core but one takes the files from the largest down,
+    while this thread takes them from the smallest up, until they meet: reading and hashing a
+    large file release the GIL for long, and the small files, where the time goes to Python
+    between system calls, stay on one thread instead of each thread waiting for the GIL."""
     guard = _DirectoryGuard(base)
     total = sum(row.size or 0 for row in rows)
-    workers = min(os.cpu_count() or 1, 8) if total > _PARALLEL_BYTES else 1
-    if workers == 1:
+    workers = min(os.cpu_count() or 1, 8) - 1 if total > _PARALLEL_BYTES else 0
+    if workers < 1:
         found = [_hash_installed(base, row, guard, findings) for row in rows]
         return [entry for entry in found if entry is not None]
-    shares: list[list[_Row]] = [[] for _ in range(workers)]
-    for index, row in enumerate(sorted(rows, key=lambda r: -(r.size or 0))):
-        shares[index % workers].append(row)
-    results: list[tuple[list[FileEntry | None], list[Finding]]] = [([], []) for _ in shares]
+    queue = collections.deque(sorted(rows, key=lambda r: r.size or 0))
+    results: list[tuple[list[FileEntry | None], list[Finding]]] = [
+        ([], []) for _ in range(workers + 1)
+    ]
     errors: list[BaseException] = []
 
-    def work(share: list[_Row], out: tuple[list[FileEntry | None], list[Finding]]) -> None:
+    def work(take: Callable[[], _Row], out: tuple[list[FileEntry | None], list[Finding]]) -> None:
         try:
-            out[0].extend(_hash_installed(base, row, guard, out[1]) for row in share)
+            while True:
+                try:
+                    row = take()
+                except IndexError:  # the queue is empty: every file is taken
+                    return
+                out[0].append(_hash_installed(base, row, guard, out[1]))
         except BaseException as exc:  # raised again below, in the caller's thread
             errors.append(exc)
 
     threads = [
-        threading.Thread(target=work, args=(share, out), daemon=True)
-        for share, out in zip(shares[1:], results[1:], strict=True)
+        threading.Thread(target=work, args=(queue.pop, out), daemon=True) for out in results[1:]
     ]
     for thread in threads:
         thread.start()
-    work(shares[0], results[0])
+    work(queue.popleft, results[0])
     for thread in threads:
         thread.join()
     if errors:
