@@ -3,7 +3,7 @@
 Every name imported here is importable from ``mcs_host``: ``mcs_host/__init__.py`` reads this
 file and imports a name's module on its first use, so ``import mcs_host`` stays cheap. Type
 checkers read this file as the package's interface. To export a name, list it here and in its
-module's ``__all__`` (tests/test_contract.py checks that both agree).
+module's ``__all__`` (tests/unit/test_contract.py checks that both agree).
 """
 
 from ._version import __version__ as __version__

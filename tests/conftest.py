@@ -1,11 +1,20 @@
-"""Session fixtures: a wheelhouse with mcs-host, its dependencies, pip and the bundled drivers."""
+"""Session fixtures (a wheelhouse with mcs-host, its dependencies, pip and the bundled drivers)
+and the line between the two kinds of test.
+
+tests/unit runs in this process and starts none: a test there that starts a process (a
+subprocess, a fork, a spawn, ``os.system``) fails naming the way out, and so does one that asks
+for a fixture that installs distributions; ``pytest tests/unit`` checks a change to the
+orchestrator, the parsers or the models in seconds. tests/system starts the host, pip, servers
+and clients as processes, in venvs the tests make."""
 
 from __future__ import annotations
 
 import ensurepip
 import os
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 from distbuild import PLUGINS, ROOT, build_wheel, pip
@@ -65,3 +74,38 @@ def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the one ``scripts/test.py`` made for the run, shared by its workers, else this one's."""
     given = os.environ.get(UV_CACHE_VARIABLE)
     return Path(given) if given else tmp_path_factory.mktemp("uv-cache")
+
+
+UNIT = Path(__file__).resolve().parent / "unit"
+_SYSTEM_FIXTURES = frozenset({"wheelhouse", "uv_cache", "fixture_wheels"})
+"""Fixtures that build or install distributions: only tests/system asks for them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = _SYSTEM_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if used and item.path.is_relative_to(UNIT):
+            raise pytest.UsageError(
+                f"{item.nodeid} asks for {', '.join(sorted(used))}: a unit test installs "
+                "nothing; move it to tests/system/"
+            )
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request: pytest.FixtureRequest) -> None:
+    """In tests/unit, refuse every way this process could start another, for the test's
+    length."""
+    if not request.node.path.is_relative_to(UNIT):
+        return
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        raise AssertionError(
+            "a unit test starts no process: move this test to tests/system/ "
+            f"(it started {args[1:2] or args[:1]})"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp", "execv", "execve"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, refuse)

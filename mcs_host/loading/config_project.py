@@ -218,7 +218,7 @@ project file in the working directory may set it before its directory is approve
 what cannot make the host run, reach or tell the model anything the user's own settings
 would not (the file is the lowest layer, under the environment and the options, so a value
 the rule allows can only keep the default or tighten it). A key not allowed is ignored and
-named in a note; ``tests/test_config.py`` fails when a key of the schema is missing here."""
+named in a note; ``tests/unit/test_config.py`` fails when a key of the schema is missing here."""
 
 
 def read_project() -> tuple[dict[str, Any], str | None, list[str], dict[str, str] | None]:

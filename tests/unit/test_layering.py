@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "mcs_host"
+PACKAGE = Path(__file__).resolve().parents[2] / "mcs_host"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcs_host.__main__",),

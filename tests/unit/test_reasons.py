@@ -15,7 +15,7 @@ from mcs_host._reasons import REASONS, Reason
 from mcs_host.loading.records import LoadRecord, Refused
 from mcs_host.trust.registry import RegistryError
 
-PACKAGE = Path(__file__).resolve().parent.parent / "mcs_host"
+PACKAGE = Path(__file__).resolve().parents[2] / "mcs_host"
 SOURCES = sorted(
     [
         PACKAGE / "discovery.py",
