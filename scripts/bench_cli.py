@@ -80,7 +80,7 @@ def main() -> int:
         help="the interpreter of an environment with mcs-host and nothing to verify",
     )
     args = parser.parse_args()
-    python = args.environment or sys.executable
+    python = os.path.abspath(args.environment) if args.environment else sys.executable
     ours = str(Path(sys.executable).parent / "mcs-host")
     script = str(Path(python).parent / "mcs-host")
     with tempfile.TemporaryDirectory(prefix="mcs-host-cli-") as tmp:
