@@ -344,7 +344,7 @@ def _members(cls: type) -> Iterator[tuple[str, str, str | None]]:
 
 def member_kind(cls: type, name: str) -> str | None:
     """``"method"`` or ``"property"`` when ``name`` is a public one ``cls`` has that a class of
-    mcs_host defines, else ``None``: what the page lists and ``tests/test_python_api.py``
+    mcs_host defines, else ``None``: what the page lists and ``tests/system/test_python_api.py``
     holds it to."""
     if name.startswith("_"):
         return None

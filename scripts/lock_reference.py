@@ -18,7 +18,7 @@ them verifies. Install the same versions (``REQUIREMENTS``) to use them.
 
 Then it writes the catalog mcs-host ships, ``mcs_host/trust/catalog.json``: the entries of
 registry.json for these drivers and libraries, as they are there (``mcs-host add`` reads it;
-tests/test_catalog.py holds the two equal). ``--catalog`` writes only the catalog, from
+tests/system/test_catalog.py holds the two equal). ``--catalog`` writes only the catalog, from
 registry.json as it is, with no download.
 """
 

@@ -31,8 +31,9 @@ def make_wheelhouse(house: Path) -> Path:
     extras'), the plugins, the plugins' build backend (for builds inside venvs), and pip (the
     one ensurepip bundles, for venvs whose commands run pip), in ``house``."""
     house.mkdir(parents=True, exist_ok=True)
-    # mcs-host with the mcp and attest extras' dependencies too: tests/test_serve.py installs
-    # mcs-host[mcp], tests/test_add.py mcs-host[attest] with pip (its add runs the user's pip)
+    # mcs-host with the mcp and attest extras' dependencies too: tests/system/test_serve.py
+    # installs mcs-host[mcp], tests/system/test_add.py mcs-host[attest] with pip (its add runs
+    # the user's pip)
     pip(
         "wheel",
         "--no-build-isolation",
@@ -77,11 +78,15 @@ def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 UNIT = Path(__file__).resolve().parent / "unit"
+SYSTEM = Path(__file__).resolve().parent / "system"
 _SYSTEM_FIXTURES = frozenset({"wheelhouse", "uv_cache", "fixture_wheels"})
 """Fixtures that build or install distributions: only tests/system asks for them."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # tests/system first: with a module a worker's unit of work, the slow modules start early
+    # and the many fast ones fill what is left, so no worker waits alone for a slow one
+    items.sort(key=lambda item: not item.path.is_relative_to(SYSTEM))
     for item in items:
         used = _SYSTEM_FIXTURES & set(getattr(item, "fixturenames", ()))
         if used and item.path.is_relative_to(UNIT):

@@ -4,7 +4,7 @@
 repository's ``registry.json`` for the releases ``scripts/lock_reference.py`` pins there (the
 reference drivers, which ship no entry point, with their label, object, id, what they import
 without declaring it, trust label and notes; the libraries they import), written by that
-script from the same data (``tests/test_catalog.py`` holds them equal). It was made from the
+script from the same data (``tests/system/test_catalog.py`` holds them equal). It was made from the
 wheels the package index published, so it is a statement made outside the index a user's pip
 asks.
 

@@ -50,7 +50,7 @@ from mcs_host.trust.digest import scan_wheel
 from mcs_host.trust.provenance import verify_provenance
 from mcs_host.trust.registry import REGISTRY_FORMAT, Pin, Registry
 
-DATA = Path(__file__).resolve().parent / "data" / "provenance"
+DATA = Path(__file__).resolve().parents[1] / "data" / "provenance"
 WHEEL = DATA / "pypi_attestations-0.0.30-py3-none-any.whl"
 PROVENANCE = DATA / f"{WHEEL.name}.provenance"
 SDIST = DATA / "pypi_attestations-0.0.19.tar.gz"

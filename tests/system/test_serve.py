@@ -242,7 +242,7 @@ def test_serve_strict_does_not_serve_less_than_the_configuration_names(
     assert done.returncode == 1
     assert "error: csv: constructor-error:" in done.stderr
     assert done.stdout == ""  # no protocol: nothing was served
-    # without --strict it serves files, and says csv is not served (tests/test_user_path.py)
+    # without --strict it serves files, and says csv is not served (tests/system/test_user_path.py)
     # the labels named are all it asks for: files mounts, and it serves
     listed = session(stdio(scene, "files"), lambda client: client.list_tools())
     assert "read_file" in {t.name for t in listed.tools}

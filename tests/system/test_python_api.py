@@ -33,7 +33,7 @@ from mcs_host import (
     verify,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "reference" / "python-api.md"
 BARE = HostConfig(autoload=False, plugins=False, registries=())
 """Nothing configured, no plugin, no registry: a load that reads no file of the user's."""

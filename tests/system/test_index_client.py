@@ -31,7 +31,7 @@ from mcs_host.trust.package_index import PROVENANCE_LIMIT, IndexResponseError, f
 from mcs_host.trust.provenance import verify_provenance
 from mcs_host.trust.publishers import PublisherIdentity
 
-DATA = Path(__file__).resolve().parent / "data" / "provenance"
+DATA = Path(__file__).resolve().parents[1] / "data" / "provenance"
 WHEEL = DATA / "pypi_attestations-0.0.30-py3-none-any.whl"
 PROVENANCE = WHEEL.with_name(WHEEL.name + ".provenance")
 SHA256 = hashlib.sha256(WHEEL.read_bytes()).hexdigest()

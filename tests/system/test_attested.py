@@ -58,7 +58,7 @@ from mcs_host.trust.registry import (
 from mcs_host.trust.release import lock, release_from_wheel
 from mcs_host.trust.verification import release_decision
 
-DATA = Path(__file__).resolve().parent / "data" / "provenance"
+DATA = Path(__file__).resolve().parents[1] / "data" / "provenance"
 WHEEL = DATA / "pypi_attestations-0.0.30-py3-none-any.whl"
 WHEEL_PROVENANCE = (DATA / f"{WHEEL.name}.provenance").read_bytes()
 SDIST = DATA / "pypi_attestations-0.0.19.tar.gz"

@@ -240,7 +240,7 @@ def test_the_pytest_fixture_fails_a_driver_that_breaks_the_contract(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a fresh pytest process: mcs-host's plugin comes from its pytest11 entry point
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[1]))  # tests/: sample_drivers
     pytester.makepyfile(
         test_drivers="""
         from sample_drivers import Calculator, FalseClaim

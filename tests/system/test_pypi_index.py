@@ -24,7 +24,7 @@ import pytest
 from distbuild import Project, Venv, build_wheel
 from pypi_index import INTEGRITY_JSON, SIMPLE_JSON, LocalIndex, pip_env
 
-DATA = Path(__file__).resolve().parent / "data" / "provenance"
+DATA = Path(__file__).resolve().parents[1] / "data" / "provenance"
 WHEEL = DATA / "pypi_attestations-0.0.30-py3-none-any.whl"
 PROVENANCE = WHEEL.with_name(WHEEL.name + ".provenance")
 WEATHER = Project(
