@@ -185,5 +185,9 @@ def _defer_coercion(params: Sequence[Any]) -> None:
         return
     for param in params:
         described = getattr(param, "type_descriptor", None)
-        if described is not None and getattr(param, "_runtime_param", False) is None:
+        if described is None or getattr(param, "_runtime_param", False) is not None:
+            continue
+        try:
             param._runtime_param = deferred(described.parameter_info, described.annotation)
+        except (TypeError, AttributeError):  # internals of another shape: typer's own way
+            return

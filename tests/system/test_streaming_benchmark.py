@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from test_text_stream import _PACKAGE
+from distbuild import ROOT
 
 
 def test_the_streaming_benchmark_streams_each_response_to_its_call() -> None:
     # the script checks that each stream ends in the call and never shows its markup
     done = subprocess.run(
         [sys.executable, "scripts/bench_streaming.py", "--json", "--mb", "0.02", "--repeat", "1"],
-        cwd=Path(_PACKAGE).parent,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
