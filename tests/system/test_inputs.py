@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import MarkedScene, Scene
 
 pytestmark = pytest.mark.venv
 
@@ -27,10 +28,19 @@ LOOSE_ID = "7c1f0000-0000-4000-8000-0000000000f2"
 DEEP = "[" * 5000 + "]" * 5000
 
 
+@dataclass(frozen=True)
+class InputsScene(MarkedScene):
+    """The venv of :func:`scene`: ``registry`` pins its driver ``pinned``; commands run in
+    ``project``."""
+
+    registry: Path
+    project: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> InputsScene:
     """A venv with a pinned driver (``pinned``) and one no registry knows (``loose``), a
     registry pinning the first, and a project directory to run commands in."""
     root = tmp_path_factory.mktemp("inputs")
@@ -56,32 +66,21 @@ def scene(
     )
     project = root / "project"
     project.mkdir()
-    return {"venv": venv, "marker": marker, "registry": registry, "project": project}
+    return InputsScene(root, venv, marker, registry, project)
 
 
 def run(
-    scene: dict[str, Any], tmp_path: Path, *args: str | Path, cwd: Path | None = None
+    scene: InputsScene, tmp_path: Path, *args: str | Path, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    venv: Venv = scene["venv"]
-    return venv.run(
-        "mcs-host",
-        *args,
-        cwd=cwd or scene["project"],
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
-    )
+    """``mcs-host ARGS`` in the scene's project directory (or ``cwd``), with the test's own
+    state directory."""
+    return scene.host(*args, state=tmp_path / "state", cwd=cwd or scene.project)
 
 
 def statuses(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
     assert done.stdout, done.stderr
     report = json.loads(done.stdout)
     return {d["label"]: (d["status"], d["reason"]) for d in report["drivers"]}
-
-
-def ran(scene: dict[str, Any]) -> list[str]:
-    marker: Path = scene["marker"]
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
 
 
 # -- the working directory is not trust ------------------------------------------------------
@@ -95,15 +94,15 @@ allow_unverified = true
 
 @pytest.mark.parametrize("file", ["mcs-host.toml", "pyproject.toml"])
 def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_approved(
-    scene: dict[str, Any], tmp_path: Path, file: str
+    scene: InputsScene, tmp_path: Path, file: str
 ) -> None:
-    project: Path = scene["project"]
-    text = RELAXING.format(registry=scene["registry"])
+    project = scene.project
+    text = RELAXING.format(registry=scene.registry)
     if file == "pyproject.toml":
         text = "[tool.mcs-host]\n" + text.replace("[trust]", "[tool.mcs-host.trust]")
     config = project / file
     config.write_text(text)
-    ran(scene)
+    scene.ran()
     try:
         done = run(scene, tmp_path, "load", "--json")
         # its registry and its policy are ignored: loose is unverified, and refused
@@ -117,7 +116,7 @@ def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_appro
         )
         assert note in done.stderr
         assert json.loads(done.stdout)["config_notes"] == [note.removeprefix("note: ")]
-        assert ran(scene) == []
+        assert scene.ran() == []
         # the user's consent: the directory, as it is now
         allowed = run(scene, tmp_path, "allow", project)
         assert allowed.returncode == 0, allowed.stderr
@@ -125,20 +124,20 @@ def test_a_project_configuration_cannot_relax_trust_until_its_directory_is_appro
         done = run(scene, tmp_path, "load", "--json")
         assert statuses(done) == {"loose": ("mounted", "mounted"), "pinned": ("mounted", "mounted")}
         assert "note:" not in done.stderr
-        assert sorted(ran(scene)) == ["loose-driver ran", "pinned-driver ran"]
+        assert sorted(scene.ran()) == ["loose-driver ran", "pinned-driver ran"]
         # a change lapses the approval
         config.write_text(text + "\n# edited\n")
         done = run(scene, tmp_path, "load", "--json")
         assert statuses(done)["loose"] == ("rejected", "not-in-registry")
         assert "its files changed since the directory was approved" in done.stderr
-        assert ran(scene) == []
+        assert scene.ran() == []
         # naming the file is consent too
         named = run(scene, tmp_path, "load", "--json", "--config", config)
         assert statuses(named)["loose"] == ("mounted", "mounted")
         assert run(scene, tmp_path, "allow", "--revoke", project).stdout == f"revoked {project}\n"
     finally:
         config.unlink()
-        ran(scene)
+        scene.ran()
 
 
 CONSENT_ID = "7c1f0000-0000-4000-8000-0000000000f3"
@@ -214,11 +213,11 @@ def test_a_project_file_cannot_turn_off_the_plugin_that_denies_a_call(
     project.mkdir()
     config = project / "mcs-host.toml"
     config.write_text("plugins = false\n")
-    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
+    scene, state = Scene(tmp_path, venv), tmp_path / "state"
 
     def call() -> subprocess.CompletedProcess[str]:
-        return venv.run(
-            "mcs-host", "call", "mark", "--json", "--registry", registry, env=state, cwd=project
+        return scene.host(
+            "call", "mark", "--json", "--registry", registry, state=state, cwd=project
         )
 
     done = call()
@@ -226,12 +225,12 @@ def test_a_project_file_cannot_turn_off_the_plugin_that_denies_a_call(
     assert "the consent plugin says no" in done.stdout
     assert f"note: {config}: ignored plugins: " in done.stderr
     assert not marker.exists()
-    loaded = venv.run("mcs-host", "load", "--json", "--registry", registry, env=state, cwd=project)
+    loaded = scene.host("load", "--json", "--registry", registry, state=state, cwd=project)
     plugins = json.loads(loaded.stdout)["plugins"]
     assert [(p["label"], p["status"]) for p in plugins] == [("denying", "mounted")]
     assert not marker.exists()
     # approved, the directory's plugins = false is the user's: the plugin is not loaded
-    allowed = venv.run("mcs-host", "allow", project, env=state)
+    allowed = scene.host("allow", project, state=state)
     assert allowed.returncode == 0, allowed.stderr
     done = call()
     assert done.returncode == 0, done.stdout + done.stderr
@@ -240,12 +239,12 @@ def test_a_project_file_cannot_turn_off_the_plugin_that_denies_a_call(
 
 
 def test_a_registry_in_the_working_directory_is_never_used_unless_named(
-    scene: dict[str, Any], tmp_path: Path
+    scene: InputsScene, tmp_path: Path
 ) -> None:
-    project: Path = scene["project"]
+    project = scene.project
     planted = project / "registry.json"
-    planted.write_text(scene["registry"].read_text())
-    ran(scene)
+    planted.write_text(scene.registry.read_text())
+    scene.ran()
     try:
         done = run(scene, tmp_path, "verify", "--json")
         assert done.returncode == 1
@@ -254,7 +253,7 @@ def test_a_registry_in_the_working_directory_is_never_used_unless_named(
         assert f"note: {planted} is not used: a registry in the working directory" in done.stderr
         named = run(scene, tmp_path, "verify", "pinned", "--registry", "registry.json")
         assert named.returncode == 0, named.stdout + named.stderr
-        assert ran(scene) == []
+        assert scene.ran() == []
     finally:
         planted.unlink()
 
@@ -278,33 +277,33 @@ def test_deny_or_allow_settles_a_label_conflict_in_load_and_verify(
             for p, wheel in zip(projects, wheels, strict=True)
         },
     )
-    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
+    scene, state = Scene(tmp_path, venv), tmp_path / "state"
 
     def load(*options: str) -> subprocess.CompletedProcess[str]:
-        return venv.run("mcs-host", "load", "--json", "--registry", registry, *options, env=state)
+        return scene.host("load", "--json", "--registry", registry, *options, state=state)
 
     assert statuses(load()) == {"weather": ("rejected", "label-conflict")}
     assert not marker.exists()
-    denied = venv.run(
-        "mcs-host",
+    denied = scene.host(
         "load",
         "--json",
         "--registry",
         registry,
-        env={**state, "MCS_HOST_DENY": "other-weather"},
+        state=state,
+        env={"MCS_HOST_DENY": "other-weather"},
     )
     report = json.loads(denied.stdout)
     assert [(d["label"], d["distribution"], d["status"]) for d in report["drivers"]] == [
         ("weather", "acme-weather", "mounted")
     ]
     assert marker.read_text() == "acme-weather ran\n"
-    verified = venv.run(
-        "mcs-host",
+    verified = scene.host(
         "verify",
         "--json",
         "--registry",
         registry,
-        env={**state, "MCS_HOST_ALLOW": "other-weather"},
+        state=state,
+        env={"MCS_HOST_ALLOW": "other-weather"},
     )
     assert verified.returncode == 0, verified.stdout
     drivers = json.loads(verified.stdout)["drivers"]
@@ -316,8 +315,8 @@ def test_deny_or_allow_settles_a_label_conflict_in_load_and_verify(
 # -- bounded, typed input ----------------------------------------------------------------------
 
 
-def _dist_info(scene: dict[str, Any], name: str) -> Path:
-    (found,) = scene["venv"].site_packages.glob(f"{name}-*.dist-info")
+def _dist_info(scene: InputsScene, name: str) -> Path:
+    (found,) = scene.venv.site_packages.glob(f"{name}-*.dist-info")
     return Path(found)
 
 
@@ -333,7 +332,7 @@ def _dist_info(scene: dict[str, Any], name: str) -> Path:
     ],
 )
 def test_a_metadata_file_that_is_not_a_bounded_regular_file_is_named_and_the_rest_go_on(
-    scene: dict[str, Any], tmp_path: Path, file: str, kind: str
+    scene: InputsScene, tmp_path: Path, file: str, kind: str
 ) -> None:
     target = _dist_info(scene, "loose_driver") / file
     saved = tmp_path / "saved"
@@ -347,7 +346,7 @@ def test_a_metadata_file_that_is_not_a_bounded_regular_file_is_named_and_the_res
         else:
             target.symlink_to("/dev/zero")
         listed = run(scene, tmp_path, "list", "--json")
-        verified = run(scene, tmp_path, "verify", "--json", "--registry", scene["registry"])
+        verified = run(scene, tmp_path, "verify", "--json", "--registry", scene.registry)
     finally:
         target.unlink()
         os.rename(saved, target)
@@ -370,7 +369,7 @@ def test_a_metadata_file_that_is_not_a_bounded_regular_file_is_named_and_the_res
     assert "pinned" in {d["label"] for d in listing["drivers"]}  # the others are still found
     (pinned,) = [d for d in report["drivers"] if d["label"] == "pinned"]
     assert pinned["verification"] == "pinned"
-    assert ran(scene) == []
+    assert scene.ran() == []
 
 
 def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
@@ -392,8 +391,8 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
         tmp_path / "registry.json",
         {PINNED_ID: entry("deep-driver", "deep_driver", "deep_driver:Driver")},
     )
-    state = {"MCS_HOST_STATE_DIR": str(tmp_path / "state")}
-    done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
+    scene, state = Scene(tmp_path, venv), tmp_path / "state"
+    done = scene.host("verify", "--json", "--registry", registry, state=state)
     (driver,) = json.loads(done.stdout)["drivers"]
     assert (driver["verification"], driver["reason"]) == ("rejected", "manifest-invalid")
     assert "JSON nested 5001 levels deep; the limit is 64" in driver["message"]
@@ -402,7 +401,7 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
     manifest = venv.site_packages / "deep_driver" / "mcs-driver.json"
     manifest.write_text(base.files["deep_driver/mcs-driver.json"])
     (info / "mcs-signature.json").write_text(DEEP)
-    done = venv.run("mcs-host", "verify", "--json", "--registry", registry, env=state)
+    done = scene.host("verify", "--json", "--registry", registry, state=state)
     assert "Traceback" not in done.stderr
     (driver,) = json.loads(done.stdout)["drivers"]
     assert driver["verification"] == "rejected"
@@ -425,9 +424,9 @@ def test_a_manifest_or_signature_nested_too_deep_is_refused_naming_it(
     ids=["args deep", "args garbage", "object deep", "set deep", "toml deep", "toml fifo"],
 )
 def test_command_line_input_that_is_not_bounded_json_or_toml_is_one_line_and_exit_2(
-    scene: dict[str, Any], tmp_path: Path, args: list[str], message: str
+    scene: InputsScene, tmp_path: Path, args: list[str], message: str
 ) -> None:
-    project: Path = scene["project"]
+    project = scene.project
     (project / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
     fifo = project / "fifo.toml"
     if not fifo.exists():
@@ -440,7 +439,7 @@ def test_command_line_input_that_is_not_bounded_json_or_toml_is_one_line_and_exi
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert message in done.stderr.replace("\n", " ").replace("│", "").replace("  ", " ")
-    assert ran(scene) == []
+    assert scene.ran() == []
 
 
 # -- configuration errors come first ---------------------------------------------------------
@@ -492,11 +491,11 @@ BAD_INPUT = {
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_a_bad_input_is_one_line_and_exit_2_before_any_driver_is_imported(
-    scene: dict[str, Any], tmp_path: Path, case: str
+    scene: InputsScene, tmp_path: Path, case: str
 ) -> None:
     args, config, first_line = BAD_INPUT[case]
-    project: Path = scene["project"]
-    names = {"project": str(project), "registry": str(scene["registry"])}
+    project = scene.project
+    names = {"project": str(project), "registry": str(scene.registry)}
     if config is not None:
         (project / "bad.toml").write_text(config)
     (project / "naive.json").write_text(
@@ -510,7 +509,7 @@ def test_a_bad_input_is_one_line_and_exit_2_before_any_driver_is_imported(
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines()[0].startswith(first_line.format(**names)), done.stderr
     assert len(done.stderr.splitlines()) <= 2
-    assert ran(scene) == []  # no driver code ran
+    assert scene.ran() == []  # no driver code ran
     assert not (tmp_path / "state").exists()  # nothing was written
 
 
@@ -546,9 +545,9 @@ def test_the_python_api_raises_config_error_with_the_same_message(tmp_path: Path
     ids=["label", "repository", "public-key of no key"],
 )
 def test_an_author_mistake_is_one_line_and_exit_2_and_writes_nothing(
-    scene: dict[str, Any], tmp_path: Path, args: list[str], first_line: str
+    scene: InputsScene, tmp_path: Path, args: list[str], first_line: str
 ) -> None:
-    project: Path = scene["project"]
+    project = scene.project
     (project / "registry.json").write_text("{}")
     try:
         done = run(scene, tmp_path, *args)
@@ -561,7 +560,7 @@ def test_an_author_mistake_is_one_line_and_exit_2_and_writes_nothing(
 
 
 def test_keygen_makes_a_private_directory_and_public_key_prints_the_same_key(
-    scene: dict[str, Any], tmp_path: Path
+    scene: InputsScene, tmp_path: Path
 ) -> None:
     key = tmp_path / "keys" / "release.pem"
     made = run(scene, tmp_path, "keygen", str(key))
@@ -574,7 +573,7 @@ def test_keygen_makes_a_private_directory_and_public_key_prints_the_same_key(
 
 
 def test_bump_sets_the_version_in_pyproject_and_manifest_together_or_not_at_all(
-    scene: dict[str, Any], tmp_path: Path
+    scene: InputsScene, tmp_path: Path
 ) -> None:
     assert run(scene, tmp_path, "new", "acme-y", "--dir", str(tmp_path)).returncode == 0
     project = tmp_path / "acme-y"
@@ -597,8 +596,8 @@ def test_bump_sets_the_version_in_pyproject_and_manifest_together_or_not_at_all(
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_call_and_run_take_strict_like_load(scene: dict[str, Any], tmp_path: Path) -> None:
-    registry = str(scene["registry"])
+def test_call_and_run_take_strict_like_load(scene: InputsScene, tmp_path: Path) -> None:
+    registry = str(scene.registry)
     done = run(scene, tmp_path, "call", "ping", "--registry", registry)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "pong\n"  # the tool's result, as it is
@@ -608,4 +607,4 @@ def test_call_and_run_take_strict_like_load(scene: dict[str, Any], tmp_path: Pat
         assert done.returncode == 1, done.stdout + done.stderr
         assert done.stdout == ""
         assert "error: loose: not-in-registry:" in done.stderr
-    ran(scene)
+    scene.ran()

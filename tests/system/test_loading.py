@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, pip
+from scenes import Scene
 
 pytestmark = pytest.mark.venv
 
@@ -134,10 +136,19 @@ def mcs_host_before_everything():
 """
 
 
+@dataclass(frozen=True)
+class LoadingScene(Scene):
+    """The venv with every fixture driver and host plugin, pinned by ``registry``; each
+    driver writes a file named after itself in ``markers`` when its module is imported."""
+
+    markers: Path
+    registry: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> LoadingScene:
     root = tmp_path_factory.mktemp("loading")
     markers = root / "markers"
     markers.mkdir()
@@ -177,8 +188,9 @@ def scene(
         *map(str, [*wheels.values(), *plugin_wheels]),
         python=venv.python,
     )
-    registry = root / "registry.json"
-    locked = venv.run("mcs-host", "lock", "--registry", registry, "--id", "badmeta=badmeta-id")
+    scene = LoadingScene(root, venv, markers, root / "registry.json")
+    registry = scene.registry
+    locked = scene.host("lock", "--registry", registry, "--id", "badmeta=badmeta-id")
     assert locked.returncode == 0, locked.stderr
     # a host plugin is pinned only by name
     ids = {
@@ -188,29 +200,29 @@ def scene(
         "clash": "clashing-format-id",
     }
     named = [w for label, i in ids.items() for w in ("--plugin", label, "--id", f"{label}={i}")]
-    locked = venv.run("mcs-host", "lock", "--registry", registry, *named)
+    locked = scene.host("lock", "--registry", registry, *named)
     assert locked.returncode == 0, locked.stderr
     assert not list(markers.iterdir()), "lock imported a driver"
-    return {"venv": venv, "markers": markers, "registry": registry, "root": root}
+    return scene
 
 
 Loader = Callable[..., tuple[int, dict[str, Any]]]
 
 
 @pytest.fixture
-def load(scene: dict[str, Any], tmp_path: Path) -> Loader:
+def load(scene: LoadingScene, tmp_path: Path) -> Loader:
     """Run ``mcs-host load --json`` in the venv with a config file; markers start empty."""
 
     def run(*args: str, config: str = "") -> tuple[int, dict[str, Any]]:
-        for marker in scene["markers"].iterdir():
+        for marker in scene.markers.iterdir():
             marker.unlink()
         config_file = tmp_path / "mcs-host.toml"
         config_file.write_text(
-            f"registries = [{str(scene['registry'])!r}]\nautoload = true\n{config}\n"
+            f"registries = [{str(scene.registry)!r}]\nautoload = true\n{config}\n"
             "[drivers.hang]\ntimeout = 1\n"
         )  # only the driver that hangs gets a short timeout: a per-driver setting must reach it;
         # the file names it, so it says autoload = true to mount every installed driver too
-        done = scene["venv"].run("mcs-host", "load", "--json", "--config", config_file, *args)
+        done = scene.host("load", "--json", "--config", config_file, *args)
         assert done.stdout, done.stderr
         return done.returncode, json.loads(done.stdout)
 
@@ -221,12 +233,12 @@ def statuses(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {d["label"]: (d["status"], d["reason"]) for d in report["drivers"]}
 
 
-def imported(scene: dict[str, Any]) -> set[str]:
-    return {p.name for p in scene["markers"].iterdir()}
+def imported(scene: LoadingScene) -> set[str]:
+    return {p.name for p in scene.markers.iterdir()}
 
 
 def test_each_failure_is_isolated_while_the_other_drivers_mount(
-    load: Loader, scene: dict[str, Any]
+    load: Loader, scene: LoadingScene
 ) -> None:
     code, report = load("--healthcheck")
     # the configuration names only hang (for its timeout): its failure fails the command,
@@ -292,7 +304,7 @@ def test_strict_mode_makes_every_failure_an_error(load: Loader) -> None:
 
 
 def test_a_client_asking_for_one_driver_imports_only_that_one(
-    load: Loader, scene: dict[str, Any]
+    load: Loader, scene: LoadingScene
 ) -> None:
     code, report = load("good")
     assert code == 0
@@ -301,7 +313,7 @@ def test_a_client_asking_for_one_driver_imports_only_that_one(
     assert imported(scene) == {"good"}
 
 
-def test_deny_beats_allow_for_labels_and_distributions(load: Loader, scene: dict[str, Any]) -> None:
+def test_deny_beats_allow_for_labels_and_distributions(load: Loader, scene: LoadingScene) -> None:
     code, report = load(
         config='allow = ["good", "liar-driver", "skew"]\ndeny = ["good", "skew-driver"]\n'
     )
@@ -315,9 +327,7 @@ def test_deny_beats_allow_for_labels_and_distributions(load: Loader, scene: dict
     assert imported(scene) == {"liar"}
 
 
-def test_required_drivers_missing_or_too_old_are_errors(
-    load: Loader, scene: dict[str, Any]
-) -> None:
+def test_required_drivers_missing_or_too_old_are_errors(load: Loader, scene: LoadingScene) -> None:
     code, report = load("good", config='require = { ghost = "", good = ">=1" }\n')
     assert code == 1
     assert report["errors"] == ["required driver ghost is not installed"]
@@ -331,25 +341,21 @@ def test_required_drivers_missing_or_too_old_are_errors(
 
 
 def test_one_driver_mounted_twice_with_different_settings(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LoadingScene, tmp_path: Path
 ) -> None:
     config = tmp_path / "mcs-host.toml"
     config.write_text(
-        f"registries = [{str(scene['registry'])!r}]\nautoload = false\n"
+        f"registries = [{str(scene.registry)!r}]\nautoload = false\n"
         '[drivers.formal]\ndriver = "good"\nsettings = { greeting = "good day" }\n'
         '[drivers.casual]\ndriver = "good"\nsettings = { greeting = "hi" }\n'
     )
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", "load", "--config", config)
+    done = scene.host("load", "--config", config)
     assert done.returncode == 0, done.stdout
     assert "  casual__greet  (casual: greet)\n  formal__greet  (formal: greet)" in done.stdout
-    called = venv.run(
-        "mcs-host", "call", "formal__greet", "--args", '{"who": "Ann"}', "--config", config
-    )
+    called = scene.host("call", "formal__greet", "--args", '{"who": "Ann"}', "--config", config)
     assert called.returncode == 0, called.stderr
     assert called.stdout == "good day Ann\n"
-    ran = venv.run(
-        "mcs-host",
+    ran = scene.host(
         "run",
         '{"tool": "casual__greet", "arguments": {"who": "Bo"}}',
         "--config",
@@ -357,20 +363,17 @@ def test_one_driver_mounted_twice_with_different_settings(
     )
     response = json.loads(ran.stdout)
     assert (response["call_executed"], response["tool_call_result"]) == (True, "hi Bo")
-    failed = venv.run("mcs-host", "run", '{"tool": "greet", "arguments": {}}', "--config", config)
+    failed = scene.host("run", '{"tool": "greet", "arguments": {}}', "--config", config)
     assert failed.returncode == 1
     assert json.loads(failed.stdout)["call_detail"] == "unknown tool 'greet'"
 
 
 def test_host_plugins_are_verified_audit_calls_and_unknown_hooks_are_refused(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LoadingScene, tmp_path: Path
 ) -> None:
     config = tmp_path / "mcs-host.toml"
-    config.write_text(
-        f"registries = [{str(scene['registry'])!r}]\nautoload = false\n[drivers.good]\n"
-    )
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", "load", "--json", "--config", config)
+    config.write_text(f"registries = [{str(scene.registry)!r}]\nautoload = false\n[drivers.good]\n")
+    done = scene.host("load", "--json", "--config", config)
     plugins = {p["label"]: p for p in json.loads(done.stdout)["plugins"]}
     assert (plugins["audit"]["status"], plugins["audit"]["verification"]) == (
         "mounted",
@@ -378,36 +381,31 @@ def test_host_plugins_are_verified_audit_calls_and_unknown_hooks_are_refused(
     )
     assert (plugins["rogue"]["status"], plugins["rogue"]["reason"]) == ("failed", "invalid-plugin")
     assert "implements unknown hook 'mcs_host_before_everything'" in plugins["rogue"]["message"]
-    log = scene["root"] / "audit.log"
+    log = scene.root / "audit.log"
     log.unlink(missing_ok=True)
-    ran = venv.run(
-        "mcs-host", "run", '{"tool": "greet", "arguments": {"who": "Cy"}}', "--config", config
-    )
+    ran = scene.host("run", '{"tool": "greet", "arguments": {"who": "Cy"}}', "--config", config)
     assert ran.returncode == 0, ran.stderr
     (line,) = log.read_text().splitlines()
     assert json.loads(line) == {"tool": "greet", "result": "hello Cy", "error": None}
 
 
 def test_a_host_plugin_adds_a_text_format_and_a_broken_one_is_named(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LoadingScene, tmp_path: Path
 ) -> None:
     """The example of a pluggable format: an installed, pinned plugin teaches the host a
     line format through the mcs_host_codecs hook; a plugin whose formats clash is named."""
     config = tmp_path / "mcs-host.toml"
-    config.write_text(
-        f"registries = [{str(scene['registry'])!r}]\nautoload = false\n[drivers.good]\n"
-    )
-    venv: Venv = scene["venv"]
-    ran = venv.run("mcs-host", "run", 'Sure.\nACME>> greet {"who": "Di"}', "--config", config)
+    config.write_text(f"registries = [{str(scene.registry)!r}]\nautoload = false\n[drivers.good]\n")
+    ran = scene.host("run", 'Sure.\nACME>> greet {"who": "Di"}', "--config", config)
     assert ran.returncode == 0, ran.stderr
     response = json.loads(ran.stdout)
     assert (response["call_executed"], response["tool_call_result"]) == (True, "hello Di")
-    done = venv.run("mcs-host", "load", "--json", "--config", config)
+    done = scene.host("load", "--json", "--config", config)
     plugins = {p["label"]: p for p in json.loads(done.stdout)["plugins"]}
     assert plugins["acme"]["warnings"] == []
     (warning,) = plugins["clash"]["warnings"]
     assert warning == "mcs_host_codecs returned 'not a format', not a TextFormat"
-    strict = venv.run("mcs-host", "load", "--json", "--strict", "--config", config)
+    strict = scene.host("load", "--json", "--strict", "--config", config)
     assert strict.returncode == 1
     errors = json.loads(strict.stdout)["errors"]
     assert f"host plugin clash: {warning}" in errors
