@@ -12,12 +12,14 @@ import hmac
 import json
 import marshal
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, run_host, write_registry
+from scenes import MarkedScene
 
 pytestmark = pytest.mark.venv
 
@@ -46,10 +48,17 @@ print(json.dumps({
 """
 
 
+@dataclass(frozen=True)
+class CacheScene(MarkedScene):
+    """The venv with ``cached-driver`` installed, the registry that pins it, and the
+    installed source of its package."""
+
+    registry: Path
+    source: Path
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> CacheScene:
     root = tmp_path_factory.mktemp("cache")
     marker = root / "ran.txt"
     project = driver_project("cached-driver", marker, DRIVER_ID)
@@ -63,19 +72,19 @@ def scene(
                           releases={"1.0.0": pin(wheel)})},
     )  # fmt: skip
     source = venv.site_packages / "cached_driver" / "__init__.py"
-    return {"venv": venv, "registry": registry, "marker": marker, "source": source}
+    return CacheScene(root=root, venv=venv, marker=marker, registry=registry, source=source)
 
 
 def load(
-    scene: dict[str, Any], cache: Path, state: Path, before: str = "", write: bool = True
+    scene: CacheScene, cache: Path, state: Path, before: str = "", write: bool = True
 ) -> dict[str, Any]:
-    args = {"registry": str(scene["registry"]), "before": before}
+    args = {"registry": str(scene.registry), "before": before}
     env = {
         "MCS_HOST_CACHE_DIR": str(cache),
         "MCS_HOST_STATE_DIR": str(state),
         "PYTHONDONTWRITEBYTECODE": "" if write else "1",
     }
-    done = scene["venv"].run("python", "-c", APP, json.dumps(args), env=env)
+    done = scene.venv.run("python", "-c", APP, json.dumps(args), env=env)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -88,37 +97,31 @@ def entry_of(cache: Path, source: Path) -> Path:
     return found
 
 
-def ran(marker: Path) -> list[str]:
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
-
-
 def test_a_second_load_unmarshals_what_the_first_compiled(
-    scene: dict[str, Any], tmp_path: Path
+    scene: CacheScene, tmp_path: Path
 ) -> None:
     cache, state = tmp_path / "cache", tmp_path / "state"
     first = load(scene, cache, state)
     assert first["records"]["cached_driver"][0] == "mounted"
     assert first["cache"]["hits"] == 0
     assert first["cache"]["writes"] >= 1
-    stored = entry_of(cache, scene["source"])
+    stored = entry_of(cache, scene.source)
     key = state / "bytecode.key"
     assert (key.stat().st_mode & 0o777, key.stat().st_size) == (0o600, 32)
     second = load(scene, cache, state)
     assert second["result"] == "pong"
     assert second["cache"]["hits"] == first["cache"]["writes"]
     assert second["cache"]["writes"] == 0
-    assert entry_of(cache, scene["source"]) == stored
+    assert entry_of(cache, scene.source) == stored
 
 
 def test_a_tampered_cache_entry_never_runs_and_is_compiled_again(
-    scene: dict[str, Any], tmp_path: Path
+    scene: CacheScene, tmp_path: Path
 ) -> None:
-    cache, state, marker = tmp_path / "cache", tmp_path / "state", scene["marker"]
+    cache, state, marker = tmp_path / "cache", tmp_path / "state", scene.marker
     load(scene, cache, state)
-    ran(marker)
-    stored = entry_of(cache, scene["source"])
+    scene.ran()
+    stored = entry_of(cache, scene.source)
     genuine = stored.read_bytes()
     evil = compile(f"open({str(marker)!r}, 'a').write('EVIL ran\\n')", "x", "exec")
     payload = marshal.dumps(evil)
@@ -135,13 +138,11 @@ def test_a_tampered_cache_entry_never_runs_and_is_compiled_again(
         assert result["records"]["cached_driver"][0] == "mounted"
         assert result["result"] == "pong"
         assert result["cache"]["rejected"] == 1
-        assert ran(marker) == ["cached-driver ran"]
+        assert scene.ran() == ["cached-driver ran"]
         assert stored.read_bytes() == genuine  # compiled again from the verified source
 
 
-def test_entries_written_under_another_key_are_not_used(
-    scene: dict[str, Any], tmp_path: Path
-) -> None:
+def test_entries_written_under_another_key_are_not_used(scene: CacheScene, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     written = load(scene, cache, tmp_path / "theirs")
     other = load(scene, cache, tmp_path / "ours")
@@ -150,16 +151,16 @@ def test_entries_written_under_another_key_are_not_used(
 
 
 def test_a_source_swapped_after_verification_finds_no_cache_entry(
-    scene: dict[str, Any], tmp_path: Path
+    scene: CacheScene, tmp_path: Path
 ) -> None:
-    cache, state, source = tmp_path / "cache", tmp_path / "state", scene["source"]
+    cache, state, source = tmp_path / "cache", tmp_path / "state", scene.source
     load(scene, cache, state)
     genuine = source.read_bytes()
     swap = f"open({str(source)!r}, 'a').write('\\nEVIL = 1\\n')"
     try:
         result = run_host(
-            scene["venv"],
-            [scene["registry"]],
+            scene.venv,
+            [scene.registry],
             state=state,
             before_import=[swap],
             env={"MCS_HOST_CACHE_DIR": str(cache), "PYTHONDONTWRITEBYTECODE": ""},
@@ -171,9 +172,7 @@ def test_a_source_swapped_after_verification_finds_no_cache_entry(
         source.write_bytes(genuine)
 
 
-def test_under_dont_write_bytecode_nothing_is_written(
-    scene: dict[str, Any], tmp_path: Path
-) -> None:
+def test_under_dont_write_bytecode_nothing_is_written(scene: CacheScene, tmp_path: Path) -> None:
     cache, state = tmp_path / "cache", tmp_path / "state"
     result = load(scene, cache, state, write=False)
     assert result["records"]["cached_driver"][0] == "mounted"
@@ -183,7 +182,7 @@ def test_under_dont_write_bytecode_nothing_is_written(
     assert load(scene, cache, state, write=False)["cache"]["hits"] >= 1  # entries are read
 
 
-def test_a_key_others_can_read_authenticates_nothing(scene: dict[str, Any], tmp_path: Path) -> None:
+def test_a_key_others_can_read_authenticates_nothing(scene: CacheScene, tmp_path: Path) -> None:
     cache, state = tmp_path / "cache", tmp_path / "state"
     load(scene, cache, state)
     os.chmod(state / "bytecode.key", 0o644)

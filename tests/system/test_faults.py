@@ -15,12 +15,14 @@ import os
 import re
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import ROOT, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -170,10 +172,17 @@ print(json.dumps([response.call_detail, alive, again.tool_call_result]))
 )
 
 
+@dataclass(frozen=True)
+class FaultScene(Scene):
+    """The venv with the faulty driver, ``config`` that mounts it isolated three times and
+    ``stuck`` that mounts it with a call timeout of 2 s."""
+
+    config: Path
+    stuck: Path
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> FaultScene:
     """A venv with ``mcs-host[mcp]`` and the faulty driver, pinned, and a configuration that
     mounts it isolated four times: as it is (``faulty``), with a CPU limit (``spinner``),
     with a memory limit (``glutton``); and one (``stuck``) with a call timeout of 2 s."""
@@ -212,21 +221,21 @@ def scene(
         f'registries = ["{registry}"]\nautoload = false\ncall_timeout = 2\n\n'
         '[drivers.stuck]\ndriver = "faulty"\nisolation = "process"\n'
     )
-    return {"venv": venv, "config": config, "stuck": stuck, "root": root}
+    return FaultScene(root=root, venv=venv, config=config, stuck=stuck)
 
 
-def run_parent(scene: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    venv: Venv = scene["venv"]
-    script = scene["root"] / "parent.py"
+def run_parent(scene: FaultScene, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    venv = scene.venv
+    script = scene.root / "parent.py"
     script.write_text(PARENT)
-    done = venv.run(venv.python, script, scene["config"], json.dumps(calls), env=home(scene))
+    done = venv.run(venv.python, script, scene.config, json.dumps(calls), env=home(scene))
     assert done.returncode == 0, done.stderr
     out: list[Any] = json.loads(done.stdout)
     return out
 
 
-def home(scene: dict[str, Any]) -> dict[str, str]:
-    return {"HOME": str(scene["root"])}
+def home(scene: FaultScene) -> dict[str, str]:
+    return {"HOME": str(scene.root)}
 
 
 def expected_sha256(mb: float) -> str:
@@ -237,7 +246,7 @@ def expected_sha256(mb: float) -> str:
 
 
 def test_a_big_result_fails_in_its_process_naming_the_bound_and_a_smaller_one_arrives_whole(
-    scene: dict[str, Any],
+    scene: FaultScene,
 ) -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("faulty__blob", {"mb": 50}),
@@ -272,7 +281,7 @@ def test_a_big_result_fails_in_its_process_naming_the_bound_and_a_smaller_one_ar
     ],
 )
 def test_each_end_of_a_process_is_named_and_the_next_call_works(
-    scene: dict[str, Any], tool: str, cause: str
+    scene: FaultScene, tool: str, cause: str
 ) -> None:
     label = tool.split("__", maxsplit=1)[0]
     (failed, detail, _), again = run_parent(scene, [(tool, {}), (f"{label}__ok", {})])
@@ -283,7 +292,7 @@ def test_each_end_of_a_process_is_named_and_the_next_call_works(
 
 
 def test_an_allocation_that_fails_in_native_code_is_told_by_what_the_process_said(
-    scene: dict[str, Any],
+    scene: FaultScene,
 ) -> None:
     ((failed, detail, _),) = run_parent(scene, [("glutton__oom", {})])
     assert failed
@@ -291,13 +300,13 @@ def test_an_allocation_that_fails_in_native_code_is_told_by_what_the_process_sai
 
 
 def test_a_timed_out_call_leaves_no_process_of_its_child_not_even_a_grandchild(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FaultScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     script = tmp_path / "stuck.py"
     script.write_text(STUCK)
     pids = tmp_path / "pids.txt"
-    done = venv.run(venv.python, script, scene["stuck"], pids, env=home(scene))
+    done = venv.run(venv.python, script, scene.stuck, pids, env=home(scene))
     assert done.returncode == 0, done.stderr
     detail, alive, again = json.loads(done.stdout)
     assert "did not answer 'stuck' within 2 s; its process is ended" in detail
@@ -306,23 +315,21 @@ def test_a_timed_out_call_leaves_no_process_of_its_child_not_even_a_grandchild(
 
 
 def test_mcs_host_call_has_ended_the_child_and_its_grandchild_when_it_answers(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FaultScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     pids = tmp_path / "pids.txt"
+    # not Scene.start: in the venv's directory, with the venv's state directory, and only
+    # its stdout is read
     process = subprocess.Popen(
         [
             str(venv.bin / "mcs-host"), "call", "stuck", "--args", json.dumps({"path": str(pids)}),
-            "--config", str(scene["stuck"]), "--json",
+            "--config", str(scene.stuck), "--json",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={
-            "PATH": f"{venv.bin}:/usr/bin:/bin",
-            "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
-            **home(scene),
-        },
+        env=scene.environment(state=venv.path / "mcs-host-state"),
         cwd=venv.path,
     )  # fmt: skip
     assert process.stdout is not None

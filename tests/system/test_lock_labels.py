@@ -16,12 +16,13 @@ import re
 import shlex
 import subprocess
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, install_target, uv_pip
 from hostrun import driver_project
+from scenes import MarkedScene, Scene
 
 from mcs_host.trust.registry import REGISTRY_FORMAT
 
@@ -58,10 +59,17 @@ SHADOW_MANIFEST = {
 }
 
 
+@dataclass(frozen=True)
+class LabelScene(MarkedScene):
+    """The venv with ``csv-extras`` installed, and the ``--target`` directories of the two
+    distributions whose driver is labelled ``csv``."""
+
+    ours: Path
+    theirs: Path
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> LabelScene:
     """A venv with mcs-host, the bundled CSV driver and ``csv-extras``, whose host plugin is
     labelled ``csv``; and two directories that each hold a distribution whose driver is
     labelled ``csv``: the bundled one (``ours``) and ``csv-plus`` (``theirs``)."""
@@ -82,27 +90,13 @@ def scene(
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (shadow, rival)]
     uv_pip("install", "--no-index", "--no-deps", str(wheels[0]), python=venv.python)
     (bundled,) = wheelhouse.glob("mcs_host_csv-*.whl")
-    return {
-        "venv": venv,
-        "marker": marker,
-        "ours": install_target(root / "ours", [bundled]),
-        "theirs": install_target(root / "theirs", [wheels[1]]),
-    }
-
-
-def host(
-    scene: dict[str, Any], home: Path, *args: str | Path, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``mcs-host ARGS`` with ``home`` as HOME: its ~/.config holds the user's files."""
-    venv: Venv = scene["venv"]
-    return venv.run("mcs-host", *args, env={"HOME": str(home)}, cwd=cwd)
-
-
-def ran(scene: dict[str, Any]) -> list[str]:
-    marker: Path = scene["marker"]
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
+    return LabelScene(
+        root=root,
+        venv=venv,
+        marker=marker,
+        ours=install_target(root / "ours", [bundled]),
+        theirs=install_target(root / "theirs", [wheels[1]]),
+    )
 
 
 def pinned(path: Path) -> dict[str, tuple[str, str, str]]:
@@ -119,28 +113,30 @@ def commands(error: str) -> list[str]:
     return re.findall(r"`(mcs-host lock [^`]*)`", error)
 
 
-def again(scene: dict[str, Any], home: Path, command: str, cwd: Path | None = None) -> Any:
+def again(
+    scene: LabelScene, home: Path, command: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a command a refusal printed, as a user pastes it."""
     words = shlex.split(command)
     assert words[0] == "mcs-host"
-    return host(scene, home, *words[1:], cwd=cwd)
+    return scene.host(*words[1:], home=home, cwd=cwd)
 
 
 # -- the attack: the README's lock csv with a host plugin labelled csv installed ---------------
 
 
 def test_the_readmes_lock_csv_never_pins_a_host_plugin_labelled_csv(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     registry = home / ".config" / "mcs-host" / "registry.json"
-    ran(scene)
-    assert host(scene, home, "init").returncode == 0
+    scene.ran()
+    assert scene.host("init", home=home).returncode == 0
     # the README, then the commands a user runs next
-    locked = host(scene, home, "lock", "csv")
-    host(scene, home, "load")
-    host(scene, home, "call", "list_csv_files", "--set", f"csv.root={DATA}")
-    assert ran(scene) == []  # the plugin's code never ran
+    locked = scene.host("lock", "csv", home=home)
+    scene.host("load", home=home)
+    scene.host("call", "list_csv_files", "--set", f"csv.root={DATA}", home=home)
+    assert scene.ran() == []  # the plugin's code never ran
     # lock refused, naming both distributions and groups, and pinned nothing
     assert locked.returncode == 2, locked.stdout
     assert f"the driver of mcs-host-csv {CSV_VERSION} (mcs.drivers)" in locked.stderr
@@ -155,55 +151,55 @@ def test_the_readmes_lock_csv_never_pins_a_host_plugin_labelled_csv(
     done = again(scene, home, driver)
     assert done.returncode == 0, done.stderr
     assert list(pinned(registry).values()) == [("mcs-host-csv", "csv", "mcs.drivers")]
-    called = host(scene, home, "call", "list_csv_files", "--set", f"csv.root={DATA}")
+    called = scene.host("call", "list_csv_files", "--set", f"csv.root={DATA}", home=home)
     assert called.returncode == 0, called.stderr
     assert "sales.csv" in called.stdout
-    loaded = host(scene, home, "load", "--json", "--set", f"csv.root={DATA}")
+    loaded = scene.host("load", "--json", "--set", f"csv.root={DATA}", home=home)
     document = json.loads(loaded.stdout)
     (mount,) = [m for m in document["drivers"] if m["label"] == "csv"]
     assert (mount["status"], mount["distribution"]) == ("mounted", "mcs-host-csv")
     (refused,) = document["plugins"]
     assert (refused["distribution"], refused["reason"]) == ("csv-extras", "not-in-registry")
     assert "`mcs-host lock --plugin csv`" in refused["fix"]  # a host plugin: only by name
-    assert ran(scene) == []
+    assert scene.ran() == []
     # and lock csv again (the driver upgraded, say) still refuses to take the plugin
-    assert host(scene, home, "lock", "csv").returncode == 2
+    assert scene.host("lock", "csv", home=home).returncode == 2
     assert list(pinned(registry).values()) == [("mcs-host-csv", "csv", "mcs.drivers")]
 
 
 def test_a_host_plugin_is_pinned_by_lock_plugin_alone_never_by_a_bare_lock(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     registry = home / ".config" / "mcs-host" / "registry.json"
-    ran(scene)
+    scene.ran()
     # lock with no label pins every installed driver, and no host plugin
-    bare = host(scene, home, "lock")
+    bare = scene.host("lock", home=home)
     assert bare.returncode == 0, bare.stderr
     assert list(pinned(registry).values()) == [("mcs-host-csv", "csv", "mcs.drivers")]
     assert "note: csv-extras 1.0.0 ships the host plugin csv, not pinned" in bare.stderr
     assert "`mcs-host lock --plugin csv --distribution csv-extras` pins it" in bare.stderr
-    host(scene, home, "load")
-    assert ran(scene) == []
+    scene.host("load", home=home)
+    assert scene.ran() == []
     # --plugin pins the plugin alone; from then on it runs, as its owner asked
-    plugin = host(scene, home, "lock", "--plugin", "csv")
+    plugin = scene.host("lock", "--plugin", "csv", home=home)
     assert plugin.returncode == 0, plugin.stderr
     assert sorted(pinned(registry).values()) == [
         ("csv-extras", "csv", "mcs.host_plugins"),
         ("mcs-host-csv", "csv", "mcs.drivers"),
     ]
-    document = json.loads(host(scene, home, "load", "--json").stdout)
+    document = json.loads(scene.host("load", "--json", home=home).stdout)
     assert [(p["distribution"], p["status"]) for p in document["plugins"]] == [
         ("csv-extras", "mounted")
     ]
-    assert ran(scene) == ["csv-extras ran"]
+    assert scene.ran() == ["csv-extras ran"]
 
 
 def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    ran(scene)
+    scene.ran()
     shadow = (
         f"host plugin 'csv' of csv-extras 1.0.0 has the label of the driver 'csv' of "
         f"mcs-host-csv {CSV_VERSION}"
@@ -215,7 +211,7 @@ def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
         ("verify", "csv"),
     ]
     for args in texts:
-        done = host(scene, home, *args)
+        done = scene.host(*args, home=home)
         assert done.returncode == (1 if args[0] == "verify" else 0), done.stderr
         lines = done.stdout.splitlines()
         (line,) = [n for n, text in enumerate(lines) if "plugin-shadows-driver: " + shadow in text]
@@ -230,7 +226,7 @@ def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
         ("verify", "--json"),
     ]
     for args in documents:
-        document = json.loads(host(scene, home, *args).stdout)
+        document = json.loads(scene.host(*args, home=home).stdout)
         key = "plugin_problems" if args[0] == "list" else "problems"
         (problem,) = [p for p in document[key] if p["code"] == "plugin-shadows-driver"]
         assert problem["message"].startswith(shadow)
@@ -242,24 +238,24 @@ def test_list_and_verify_flag_a_host_plugin_that_has_a_drivers_label(
         if args[0] == "list":
             (plugin,) = document["plugins"]
             assert "plugin-shadows-driver" in plugin["problems"]
-    assert ran(scene) == []  # list and verify import nothing
+    assert scene.ran() == []  # list and verify import nothing
 
 
 # -- a label that names a driver and something else -------------------------------------------
 
 
 def test_two_distributions_claiming_one_driver_label_are_refused_by_name(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     home, registry = tmp_path / "home", tmp_path / "pins.json"
-    ran(scene)
-    where = ("--path", str(scene["ours"]), "--path", str(scene["theirs"]))
-    locked = host(scene, home, "lock", "csv", "--registry", "pins.json", *where, cwd=tmp_path)
+    scene.ran()
+    where = ("--path", str(scene.ours), "--path", str(scene.theirs))
+    locked = scene.host("lock", "csv", "--registry", "pins.json", *where, home=home, cwd=tmp_path)
     assert locked.returncode == 2, locked.stdout
     assert f"the driver of mcs-host-csv {CSV_VERSION} (mcs.drivers)" in locked.stderr
     assert "the driver of csv-plus 1.0.0 (mcs.drivers)" in locked.stderr
     assert not registry.exists()
-    kept = f"--registry pins.json --path {scene['ours']} --path {scene['theirs']}"
+    kept = f"--registry pins.json --path {scene.ours} --path {scene.theirs}"
     assert commands(locked.stderr) == [
         f"mcs-host lock csv --distribution csv-plus {kept}",
         f"mcs-host lock csv --distribution mcs-host-csv {kept}",
@@ -267,17 +263,17 @@ def test_two_distributions_claiming_one_driver_label_are_refused_by_name(
     done = again(scene, home, commands(locked.stderr)[1], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(pinned(registry).values()) == [("mcs-host-csv", "csv", "mcs.drivers")]
-    assert ran(scene) == []
+    assert scene.ran() == []
 
 
 def test_a_label_of_a_driver_and_a_configured_mcp_server_is_refused_and_each_fix_works(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     home, registry = tmp_path / "home", tmp_path / "pins.json"
     (tmp_path / "host.toml").write_text('[mcp_servers.csv]\nurl = "http://127.0.0.1:9/mcp"\n')
-    ran(scene)
+    scene.ran()
     kept = "--registry pins.json --config host.toml --trust verified"
-    locked = host(scene, home, "lock", "csv", *kept.split(), cwd=tmp_path)
+    locked = scene.host("lock", "csv", *kept.split(), home=home, cwd=tmp_path)
     assert locked.returncode == 2, locked.stdout
     assert "names 3 things, so nothing was pinned" in locked.stderr
     assert "the MCP server [mcp_servers.csv] of the configuration" in locked.stderr
@@ -293,7 +289,7 @@ def test_a_label_of_a_driver_and_a_configured_mcp_server_is_refused_and_each_fix
     written = json.loads(registry.read_text())
     assert written["mcp_servers"]["csv"]["url"] == "http://127.0.0.1:9/mcp"
     assert list(pinned(registry).values()) == [("mcs-host-csv", "csv", "mcs.drivers")]
-    assert ran(scene) == []
+    assert scene.ran() == []
 
 
 # -- a pin of one group never passes for the other ------------------------------------------
@@ -329,13 +325,11 @@ def test_a_drivers_pin_never_passes_for_a_host_plugin_of_the_same_object(
     config = home / ".config" / "mcs-host" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[drivers.twin]\nisolation = "process"\n')
+    twins = Scene(root=tmp_path, venv=venv)
 
-    def host(*args: str) -> subprocess.CompletedProcess[str]:
-        return venv.run("mcs-host", *args, env={"HOME": str(home)})
-
-    locked = host("lock", "twin")
+    locked = twins.host("lock", "twin", home=home)
     assert locked.returncode == 0, locked.stderr
-    loaded = host("load", "--json")
+    loaded = twins.host("load", "--json", home=home)
     document = json.loads(loaded.stdout)
     (mount,) = document["drivers"]
     assert (mount["label"], mount["status"], mount["isolation"]) == ("twin", "mounted", "process")
@@ -347,7 +341,7 @@ def test_a_drivers_pin_never_passes_for_a_host_plugin_of_the_same_object(
 
 
 def test_a_label_a_registry_declares_for_another_installed_distribution_is_refused(
-    scene: dict[str, Any], tmp_path: Path
+    scene: LabelScene, tmp_path: Path
 ) -> None:
     """A registry declares the driver labelled ``csv`` for ``plain-csv`` (no entry point, as
     the reference drivers ship), and the bundled driver's entry point is labelled ``csv``:
@@ -374,14 +368,16 @@ def test_a_label_a_registry_declares_for_another_installed_distribution_is_refus
     config = tmp_path / "config.toml"
     config.write_text(f'registries = ["{declaring}"]\n')
     written = tmp_path / "lock.json"
-    paths = ("--path", scene["ours"], "--path", theirs)
-    done = host(scene, tmp_path, "lock", "csv", "--config", config, "--registry", written, *paths)
+    paths = ("--path", scene.ours, "--path", theirs)
+    done = scene.host(
+        "lock", "csv", "--config", config, "--registry", written, *paths, home=tmp_path
+    )
     assert done.returncode == 2, done.stdout
     assert "the label 'csv' names 2 drivers, so nothing was pinned" in done.stderr
     assert f"the driver of mcs-host-csv {CSV_VERSION} (mcs.drivers)" in done.stderr
     assert "the driver a registry declares for plain-csv (plain_csv:Driver)" in done.stderr
     assert "label-conflict" in done.stderr
     assert not written.exists()
-    loaded = host(scene, tmp_path, "load", "--json", "--config", config, *paths)
+    loaded = scene.host("load", "--json", "--config", config, *paths, home=tmp_path)
     mounts = json.loads(loaded.stdout)["drivers"]
     assert {m["reason"] for m in mounts if m["label"] == "csv"} == {"label-conflict"}
