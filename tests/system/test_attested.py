@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project
 from jsonschema import Draft202012Validator
+from scenes import MarkedScene, Scene
 
 from mcs_host._files import WriteRefusedError
 from mcs_host.trust.attested import (
@@ -435,14 +437,25 @@ open({marker!r}, "a").write("pypi-attestations 0.0.31 ran\\n")
 """
 
 
+@dataclass(frozen=True)
+class AttestedScene(MarkedScene):
+    """The attack venv (``venv``: its code writes ``marker`` when it runs), the scene of the
+    ``real`` venv beside it, and the wheels of the ``forged`` release and the ``driver``."""
+
+    real: Scene
+    forged: Path
+    driver: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> AttestedScene:
     """Two venvs with mcs-host (without the attest extra). ``real``: the real
-    pypi-attestations 0.0.30 wheel installed without its dependencies. ``attack``: a
-    pypi-attestations 0.0.31 no one attested, whose import writes the marker, and the driver
-    acme-attested, which imports it (and writes the marker too when it runs)."""
+    pypi-attestations 0.0.30 wheel installed without its dependencies. ``attack`` (the
+    scene's own venv): a pypi-attestations 0.0.31 no one attested, whose import writes the
+    marker, and the driver acme-attested, which imports it (and writes the marker too when it
+    runs)."""
     root = tmp_path_factory.mktemp("attested")
     marker = root / "ran.txt"
     real = Venv.create(root / "real")
@@ -462,31 +475,20 @@ def scene(
     )
     wheels = [build_wheel(p.write(root / "src"), root / "wheels") for p in (forged, driver)]
     uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=attack.python)
-    return {
-        "root": root,
-        "marker": marker,
-        "real": real,
-        "attack": attack,
-        "forged": wheels[0],
-        "driver": wheels[1],
-    }
+    return AttestedScene(
+        root, attack, marker, real=Scene(root, real), forged=wheels[0], driver=wheels[1]
+    )
 
 
-def _run(venv: Venv, home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+def _run(scene: Scene, home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``mcs-host ARGS`` in the scene's venv with ``home`` (made if need be) as HOME."""
     home.mkdir(exist_ok=True)
-    return venv.run("mcs-host", *args, env={"HOME": str(home)})
-
-
-def _ran(scene: dict[str, Any]) -> list[str]:
-    marker: Path = scene["marker"]
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
+    return scene.host(*args, home=home)
 
 
 @pytest.mark.venv
 def test_verify_refuses_an_installed_release_whose_pin_lost_its_provenance(
-    scene: dict[str, Any], tmp_path: Path
+    scene: AttestedScene, tmp_path: Path
 ) -> None:
     # the wheel's module, declared a driver by the registry: its pin is verified as a driver's
     declared = lock(
@@ -501,7 +503,7 @@ def test_verify_refuses_an_installed_release_whose_pin_lost_its_provenance(
     home = tmp_path / "home"
 
     def verified_as() -> dict[str, Any]:
-        done = _run(scene["real"], home, "verify", "attest", "--registry", path, "--json")
+        done = _run(scene.real, home, "verify", "attest", "--registry", path, "--json")
         (driver,) = json.loads(done.stdout)["drivers"]
         return {k: driver[k] for k in ("verification", "reason", "message", "fix", "provenance")}
 
@@ -512,7 +514,7 @@ def test_verify_refuses_an_installed_release_whose_pin_lost_its_provenance(
         "fix": None,
         "provenance": PUBLISHER,
     }
-    text = _run(scene["real"], home, "verify", "attest", "--registry", path).stdout
+    text = _run(scene.real, home, "verify", "attest", "--registry", path).stdout
     assert any(
         line.split()[:1] == ["attest"] and line.endswith(PUBLISHER) for line in text.splitlines()
     )
@@ -543,22 +545,22 @@ def test_verify_refuses_an_installed_release_whose_pin_lost_its_provenance(
 
 @pytest.mark.venv
 def test_verify_provenance_without_the_attest_extra_says_how_to_install_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: AttestedScene, tmp_path: Path
 ) -> None:
     path = _recorded(tmp_path / "registry.json")
-    done = _run(scene["real"], tmp_path / "home", "verify", "--provenance", "--registry", path)
+    done = _run(scene.real, tmp_path / "home", "verify", "--provenance", "--registry", path)
     assert done.returncode == 1
     assert f"{NAME} 0.0.30: extra-missing: " in done.stdout
     hint = "from mcs_host._install_hint import extra_command; print(extra_command('attest'))"
-    install = scene["real"].run("python", "-c", hint).stdout.strip()  # from where it came
+    install = scene.real.venv.run("python", "-c", hint).stdout.strip()  # from where it came
     assert install.endswith("[attest]'")
     assert f"  fix: {install}" in done.stdout
 
 
-def _user_registry(scene: dict[str, Any], path: Path, *, attested: bool) -> Path:
+def _user_registry(scene: AttestedScene, path: Path, *, attested: bool) -> Path:
     """The user's registry: the driver acme-attested pinned, and pypi-attestations 0.0.30
     pinned from its wheel, with its provenance when ``attested``."""
-    registry = lock(_pinned_wheel(), [release_from_wheel(scene["driver"])])
+    registry = lock(_pinned_wheel(), [release_from_wheel(scene.driver)])
     if attested:
         registry = record_provenance(
             registry, path, NAME, "0.0.30", _wheel_verified(), WHEEL_PROVENANCE
@@ -569,23 +571,23 @@ def _user_registry(scene: dict[str, Any], path: Path, *, attested: bool) -> Path
 
 @pytest.mark.venv
 def test_a_second_registry_cannot_admit_an_unattested_release_of_an_attested_library(
-    scene: dict[str, Any], tmp_path: Path
+    scene: AttestedScene, tmp_path: Path
 ) -> None:
-    attack, home = scene["attack"], tmp_path / "home"
+    home = tmp_path / "home"
     theirs = tmp_path / "theirs.json"
-    lock(Registry(format=REGISTRY_FORMAT), [release_from_wheel(scene["forged"])]).save(theirs)
+    lock(Registry(format=REGISTRY_FORMAT), [release_from_wheel(scene.forged)]).save(theirs)
     # without a publisher on record, the second registry's pin admits the release: the
     # scene can run the code (the control)
     plain = _user_registry(scene, tmp_path / "plain.json", attested=False)
-    done = _run(attack, home, "load", "--registry", plain, "--registry", theirs)
+    done = _run(scene, home, "load", "--registry", plain, "--registry", theirs)
     assert done.returncode == 0, done.stderr
-    assert sorted(_ran(scene)) == ["acme-attested ran", "pypi-attestations 0.0.31 ran"]
+    assert sorted(scene.ran()) == ["acme-attested ran", "pypi-attestations 0.0.31 ran"]
     mine = _user_registry(scene, tmp_path / "mine.json", attested=True)
-    done = _run(attack, home, "load", "--registry", mine, "--registry", theirs)
+    done = _run(scene, home, "load", "--registry", mine, "--registry", theirs)
     assert done.returncode == 1
     assert "provenance-missing" in done.stdout + done.stderr
     assert PUBLISHER in done.stdout + done.stderr
-    assert _ran(scene) == []
+    assert scene.ran() == []
     # nor may it claim another publisher's provenance for it
     forged = json.loads(theirs.read_text())
     release = forged["libraries"][NAME]["releases"]["0.0.31"]
@@ -596,31 +598,31 @@ def test_a_second_registry_cannot_admit_an_unattested_release_of_an_attested_lib
     }
     claimed = tmp_path / "claimed.json"
     claimed.write_text(json.dumps(forged))
-    done = _run(attack, home, "load", "--registry", mine, "--registry", claimed)
+    done = _run(scene, home, "load", "--registry", mine, "--registry", claimed)
     assert done.returncode == 1
     assert "publisher-changed" in done.stdout + done.stderr
     assert "github:attacker/pypi-attestations" in done.stdout + done.stderr
-    assert _ran(scene) == []
+    assert scene.ran() == []
 
 
 @pytest.mark.venv
 def test_lock_will_not_pin_an_unattested_release_under_a_recorded_publisher(
-    scene: dict[str, Any], tmp_path: Path
+    scene: AttestedScene, tmp_path: Path
 ) -> None:
-    attack, home = scene["attack"], tmp_path / "home"
+    home = tmp_path / "home"
     mine = _user_registry(scene, tmp_path / "mine.json", attested=True)
     before = mine.read_bytes()
-    done = _run(attack, home, "lock", "--distribution", NAME, "--registry", mine)
+    done = _run(scene, home, "lock", "--distribution", NAME, "--registry", mine)
     assert done.returncode == 2
     assert f"{NAME} 0.0.31 was not pinned: it has no provenance" in done.stdout + done.stderr
     assert mine.read_bytes() == before
     # pinned by hand all the same, it is refused when it would load
     document = json.loads(before)
-    pin = release_from_wheel(scene["forged"]).pin().model_dump(mode="json", exclude_none=True)
+    pin = release_from_wheel(scene.forged).pin().model_dump(mode="json", exclude_none=True)
     pin.pop("wheel_sha256")
     document["libraries"][NAME]["releases"]["0.0.31"] = pin
     mine.write_text(json.dumps(document))
-    done = _run(attack, home, "load", "--registry", mine)
+    done = _run(scene, home, "load", "--registry", mine)
     assert done.returncode == 1
     assert "provenance-missing" in done.stdout + done.stderr
-    assert _ran(scene) == []
+    assert scene.ran() == []

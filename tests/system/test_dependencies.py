@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, uv_pip
+from scenes import Scene
 
 pytestmark = pytest.mark.venv
 
@@ -79,10 +80,19 @@ def _driver(label: str, markers: Path) -> Project:
     )
 
 
+@dataclass(frozen=True)
+class DependencyScene(Scene):
+    """The venv with the libraries and drivers, each writing a file named after itself in
+    ``markers`` when its module is imported; ``root`` holds the registries
+    ``drivers-only.json`` and ``with-library.json``."""
+
+    markers: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> DependencyScene:
     root = tmp_path_factory.mktemp("dependencies")
     markers = root / "markers"
     markers.mkdir()
@@ -94,47 +104,48 @@ def scene(
     uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
     # drivers-only.json pins the drivers (from their wheels: what an installed driver needs
     # is pinned with it); with-library.json pins helper-lib as well
+    scene = DependencyScene(root, venv, markers)
     drivers_only, with_library = root / "drivers-only.json", root / "with-library.json"
     named = [arg for wheel in wheels[2:] for arg in ("--wheel", wheel)]  # the drivers'
-    done = venv.run("mcs-host", "lock", "--registry", drivers_only, *named)
+    done = scene.host("lock", "--registry", drivers_only, *named)
     assert done.returncode == 0, done.stderr
     with_library.write_text(drivers_only.read_text())
-    done = venv.run("mcs-host", "lock", "--registry", with_library, "--distribution", "helper-lib")
+    done = scene.host("lock", "--registry", with_library, "--distribution", "helper-lib")
     assert done.returncode == 0, done.stderr
     assert "libraries" not in json.loads(drivers_only.read_text())
     assert list(json.loads(with_library.read_text())["libraries"]) == ["helper-lib"]
     assert not list(markers.iterdir()), "lock imported code"
-    return {"venv": venv, "markers": markers, "root": root}
+    return scene
 
 
 def load(
-    scene: dict[str, Any],
+    scene: DependencyScene,
     tmp_path: Path,
     *registries: str,
     config: str = "",
     env: dict[str, str] | None = None,
     labels: tuple[str, ...] = (),
 ) -> dict[str, tuple[str, str, list[str]]]:
-    for marker in scene["markers"].iterdir():
+    for marker in scene.markers.iterdir():
         marker.unlink()
     config_file = tmp_path / "mcs-host.toml"
-    paths = [str(scene["root"] / registry) for registry in registries]
+    paths = [str(scene.root / registry) for registry in registries]
     config_file.write_text(f"registries = {paths!r}\n{config}")
-    done = scene["venv"].run(
-        "mcs-host", "load", "--json", "--config", config_file, *labels,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state"), **(env or {})},
-    )  # fmt: skip
+    done = scene.host(
+        "load", "--json", "--config", config_file, *labels, state=tmp_path / "state", env=env
+    )
     assert done.stdout, done.stderr
     report = json.loads(done.stdout)
     return {d["label"]: (d["status"], d["reason"], d["warnings"]) for d in report["drivers"]}
 
 
-def ran(scene: dict[str, Any]) -> set[str]:
-    return {p.name for p in scene["markers"].iterdir()}
+def ran(scene: DependencyScene) -> set[str]:
+    """The names of the marker files: which fixture distributions' code ran."""
+    return {p.name for p in scene.markers.iterdir()}
 
 
 def test_a_pinned_dependency_is_imported_from_verified_bytes(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
     found = load(scene, tmp_path, "with-library.json")
     status, reason, warnings = found["declares"]
@@ -143,10 +154,10 @@ def test_a_pinned_dependency_is_imported_from_verified_bytes(
 
 
 def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
     registry = tmp_path / "registry.json"
-    done = scene["venv"].run("mcs-host", "lock", "declares", "--registry", registry)
+    done = scene.host("lock", "declares", "--registry", registry)
     assert done.returncode == 0, done.stderr
     written = json.loads(registry.read_text())
     assert [e["label"] for e in written["drivers"].values()] == ["declares"]
@@ -155,25 +166,21 @@ def test_one_lock_pins_a_driver_by_label_and_the_library_it_needs(
     assert done.stdout.startswith("pinned declares-driver 1.0.0: sha256:")
     assert "\npinned helper-lib 1.0.0: sha256:" in done.stdout
     assert "bytes), needed by declares-driver\n" in done.stdout
-    again = scene["venv"].run(
-        "mcs-host", "lock", "declares", "--distribution", "helper-lib", "--registry", registry
-    )
+    again = scene.host("lock", "declares", "--distribution", "helper-lib", "--registry", registry)
     assert again.returncode == 0, again.stderr
     assert json.loads(registry.read_text()) == written  # naming the library changes nothing
     status, reason, warnings = load(scene, tmp_path, str(registry), labels=("declares",))[
         "declares"
     ]
     assert (status, reason, warnings) == ("mounted", "mounted", [])  # the library is pinned
-    wrong = scene["venv"].run(
-        "mcs-host", "lock", "nope", "--distribution", "helper-lib", "--registry", registry
-    )
+    wrong = scene.host("lock", "nope", "--distribution", "helper-lib", "--registry", registry)
     assert wrong.returncode == 2
     assert wrong.stderr.startswith("error: no installed driver has the label nope (installed: ")
     assert json.loads(registry.read_text()) == written  # nothing written
 
 
 def test_an_unpinned_dependency_is_refused_unless_the_policy_asks_to_report_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
     for config in ("", '[trust]\ndependencies = "refuse"\n', "strict = true\n"):
         found = load(scene, tmp_path, "drivers-only.json", config=config)
@@ -193,22 +200,19 @@ def test_an_unpinned_dependency_is_refused_unless_the_policy_asks_to_report_it(
 
 @pytest.mark.parametrize("mount", ["declares", "calc"])
 def test_an_unpinned_dependency_never_runs_by_default_and_its_fix_line_makes_it_load(
-    scene: dict[str, Any], tmp_path: Path, mount: str
+    scene: DependencyScene, tmp_path: Path, mount: str
 ) -> None:
     # "calc" mounts the driver labelled declares under a label of the user's own
     registry = tmp_path / "registry.json"  # the driver pinned, its library not
-    registry.write_text((scene["root"] / "drivers-only.json").read_text())
+    registry.write_text((scene.root / "drivers-only.json").read_text())
     config = tmp_path / "mcs-host.toml"
     table = f'[drivers.{mount}]\ndriver = "declares"\n' if mount != "declares" else ""
     config.write_text(f"registries = [{str(registry)!r}]\n{table}")
-    for marker in scene["markers"].iterdir():
+    for marker in scene.markers.iterdir():
         marker.unlink()
 
     def load_mount() -> tuple[int, str]:
-        done = scene["venv"].run(
-            "mcs-host", "load", mount, "--config", config,
-            env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
-        )  # fmt: skip
+        done = scene.host("load", mount, "--config", config, state=tmp_path / "state")
         return done.returncode, done.stdout
 
     code, out = load_mount()
@@ -220,7 +224,7 @@ def test_an_unpinned_dependency_never_runs_by_default_and_its_fix_line_makes_it_
     assert command == [
         "mcs-host", "lock", mount, "--registry", str(registry), "--config", str(config)
     ]  # fmt: skip
-    done = scene["venv"].run(*command)
+    done = scene.host(*command[1:])  # the command asserted above: mcs-host lock ...
     assert done.returncode == 0, done.stderr
     code, out = load_mount()
     assert code == 0, out
@@ -231,17 +235,16 @@ def test_an_unpinned_dependency_never_runs_by_default_and_its_fix_line_makes_it_
 
 
 def test_modules_imported_unverified_are_one_line_per_distribution_named_with_verbose(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
     report = '[trust]\ndependencies = "report"\n'  # development: unverified code runs, warned
     config = tmp_path / "mcs-host.toml"
-    config.write_text(f"registries = {[str(scene['root'] / 'drivers-only.json')]!r}\n{report}")
+    config.write_text(f"registries = {[str(scene.root / 'drivers-only.json')]!r}\n{report}")
 
     def imported(*options: str) -> list[str]:
-        done = scene["venv"].run(
-            "mcs-host", "load", "declares", "--config", config, *options,
-            env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
-        )  # fmt: skip
+        done = scene.host(
+            "load", "declares", "--config", config, *options, state=tmp_path / "state"
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return [line for line in done.stdout.splitlines() if "unverified-import" in line]
 
@@ -260,9 +263,9 @@ def test_modules_imported_unverified_are_one_line_per_distribution_named_with_ve
 
 
 def test_a_tampered_dependency_refuses_the_driver_before_any_code_runs(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
-    (init,) = scene["venv"].site_packages.glob("helper_lib/__init__.py")
+    (init,) = scene.venv.site_packages.glob("helper_lib/__init__.py")
     original = init.read_text()
     init.write_text(original.replace("ANSWER = 42", "ANSWER = 'pwned'"))
     try:
@@ -274,7 +277,7 @@ def test_a_tampered_dependency_refuses_the_driver_before_any_code_runs(
 
 
 def test_an_undeclared_import_from_an_unverified_distribution_is_refused_before_it_runs(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
     status, reason, warnings = load(scene, tmp_path, "with-library.json")["sneaky"]
     assert (status, reason) == ("rejected", "integrity")
@@ -287,9 +290,9 @@ def test_an_undeclared_import_from_an_unverified_distribution_is_refused_before_
 
 
 def test_a_library_swapped_after_its_checks_is_not_imported(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
-    (init,) = scene["venv"].site_packages.glob("helper_lib/__init__.py")
+    (init,) = scene.venv.site_packages.glob("helper_lib/__init__.py")
     original = init.read_text()
     try:
         # alone: a driver loaded before it would have imported the library already
@@ -306,19 +309,19 @@ def test_a_library_swapped_after_its_checks_is_not_imported(
 
 
 def test_registries_that_disagree_about_a_library_refuse_the_driver(
-    scene: dict[str, Any], tmp_path: Path
+    scene: DependencyScene, tmp_path: Path
 ) -> None:
-    document = json.loads((scene["root"] / "with-library.json").read_text())
+    document = json.loads((scene.root / "with-library.json").read_text())
     (pin,) = document["libraries"]["helper-lib"]["releases"].values()
     pin["digest"] = "sha256:" + "0" * 64
-    (scene["root"] / "disagreeing.json").write_text(json.dumps(document))
+    (scene.root / "disagreeing.json").write_text(json.dumps(document))
     found = load(scene, tmp_path, "with-library.json", "disagreeing.json")
     status, reason, _ = found["declares"]
     assert (status, reason) == ("rejected", "dependency-rejected")
     assert not {"declares", "helper-lib"} & ran(scene)
 
 
-def test_a_missing_dependency_fails_before_import(scene: dict[str, Any], tmp_path: Path) -> None:
+def test_a_missing_dependency_fails_before_import(scene: DependencyScene, tmp_path: Path) -> None:
     status, reason, _ = load(scene, tmp_path, "with-library.json")["absent"]
     assert (status, reason) == ("failed", "missing-dependency")
     assert "absent" not in ran(scene)
