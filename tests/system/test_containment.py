@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytestmark = pytest.mark.venv
 
@@ -57,10 +58,23 @@ class Driver(MCSToolDriver):
 """
 
 
+@dataclass(frozen=True)
+class ContainmentScene(Scene):
+    """The unruly driver pinned in ``registry``; ``config`` names the registry and sets a
+    call timeout; ``state`` is the host's state directory for every run."""
+
+    registry: Path
+    config: Path
+    state: Path
+
+    def call(self, tool: str, *options: str) -> subprocess.CompletedProcess[str]:
+        return self.host("call", tool, *options, state=self.state)
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> ContainmentScene:
     root = tmp_path_factory.mktemp("containment")
     venv = Venv.create(root / "venv")
     venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
@@ -83,13 +97,8 @@ def scene(
     )
     config = root / "mcs-host.toml"
     config.write_text(f'registries = ["{registry}"]\ncall_timeout = 5\n')
-    return {"venv": venv, "registry": registry, "config": config, "state": root / "state"}
-
-
-def call(scene: dict[str, Any], tool: str, *options: str) -> subprocess.CompletedProcess[str]:
-    venv: Venv = scene["venv"]
-    return venv.run(
-        "mcs-host", "call", tool, *options, env={"MCS_HOST_STATE_DIR": str(scene["state"])}
+    return ContainmentScene(
+        root=root, venv=venv, registry=registry, config=config, state=root / "state"
     )
 
 
@@ -103,24 +112,24 @@ def call(scene: dict[str, Any], tool: str, *options: str) -> subprocess.Complete
     ],
 )
 def test_a_tool_that_exits_raises_base_exceptions_or_closes_stdout_fails_only_its_call(
-    scene: dict[str, Any], tool: str, detail: str
+    scene: ContainmentScene, tool: str, detail: str
 ) -> None:
-    done = call(scene, tool, "--registry", str(scene["registry"]), "--json")
+    done = scene.call(tool, "--registry", str(scene.registry), "--json")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     response = json.loads(done.stdout)["response"]  # the document still reached stdout
     assert (response["call_failed"], response["call_detail"]) == (True, detail)
-    plain = call(scene, tool, "--registry", str(scene["registry"]))
+    plain = scene.call(tool, "--registry", str(scene.registry))
     assert plain.returncode == 1
     assert f"error: {detail}" in plain.stderr  # without --json, why it failed
 
 
 def test_a_keyboard_interrupt_raised_by_a_tool_in_a_worker_thread_is_its_failure(
-    scene: dict[str, Any],
+    scene: ContainmentScene,
 ) -> None:
     """With a call timeout the tool runs in a worker thread, where no signal is delivered:
     its KeyboardInterrupt is the tool's own, not the user's Ctrl-C."""
-    done = call(scene, "interrupt", "--config", str(scene["config"]), "--json")
+    done = scene.call("interrupt", "--config", str(scene.config), "--json")
     assert done.returncode == 1, done.stderr
     response = json.loads(done.stdout)["response"]
     assert response["call_detail"] == (
@@ -128,15 +137,14 @@ def test_a_keyboard_interrupt_raised_by_a_tool_in_a_worker_thread_is_its_failure
     )
 
 
-def test_the_python_api_goes_on_after_a_tool_closed_stdout(scene: dict[str, Any]) -> None:
+def test_the_python_api_goes_on_after_a_tool_closed_stdout(scene: ContainmentScene) -> None:
     code = (
         "import json, sys; from mcs_host import load_drivers; "
-        f"driver, _ = load_drivers(registries=[{str(scene['registry'])!r}]); "
+        f"driver, _ = load_drivers(registries=[{str(scene.registry)!r}]); "
         "r = [driver.process_llm_response({'tool': t, 'arguments': {}}) for t in "
         "('close', 'exit', 'ping')]; "
         "print(json.dumps([(x.call_failed, x.tool_call_result) for x in r]))"
     )
-    venv: Venv = scene["venv"]
-    done = venv.run("python", "-c", code, env={"MCS_HOST_STATE_DIR": str(scene["state"])})
+    done = scene.venv.run("python", "-c", code, env={"MCS_HOST_STATE_DIR": str(scene.state)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [[True, None], [True, None], [False, "pong"]]

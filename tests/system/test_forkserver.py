@@ -15,12 +15,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -77,10 +79,15 @@ loaded.close()
 """
 
 
+@dataclass(frozen=True)
+class ForkScene(Scene):
+    """The venv with the peek driver, and the configuration that isolates it four times."""
+
+    config: Path
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> ForkScene:
     """A venv with ``mcs-host[mcp]`` and the peek driver, pinned, and a configuration that
     isolates it under four labels."""
     root = tmp_path_factory.mktemp("forkserver")
@@ -106,22 +113,18 @@ def scene(
     config.write_text(
         f'registries = ["{registry}"]\nnamespace = "always"\nautoload = false\n\n{mounts}'
     )
-    return {"venv": venv, "config": config, "root": root}
+    return ForkScene(root=root, venv=venv, config=config)
 
 
-def parent(venv: Venv, scene: dict[str, Any], **env: str) -> subprocess.Popen[str]:
-    """The parent script, started in ``venv``: it has printed what it loaded once it
+def parent(scene: ForkScene, **env: str) -> subprocess.Popen[str]:
+    """The parent script, started in the scene's venv: it has printed what it loaded once it
     returns."""
-    script = scene["root"] / "parent.py"
+    venv = scene.venv
+    script = scene.root / "parent.py"
     script.write_text(PARENT)
-    environment = {
-        "PATH": f"{venv.bin}:/usr/bin:/bin",
-        "HOME": str(scene["root"]),
-        "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
-        **env,
-    }
+    environment = {**scene.environment(state=venv.path / "mcs-host-state"), **env}
     return subprocess.Popen(
-        [str(venv.python), str(script), str(scene["config"]), ",".join(LABELS)],
+        [str(venv.python), str(script), str(scene.config), ",".join(LABELS)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -132,9 +135,9 @@ def parent(venv: Venv, scene: dict[str, Any], **env: str) -> subprocess.Popen[st
 
 
 @pytest.fixture
-def running(scene: dict[str, Any]) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any]]]:
+def running(scene: ForkScene) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any]]]:
     """The parent with its four children running, and what it said."""
-    process = parent(scene["venv"], scene)
+    process = parent(scene)
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line:
@@ -233,8 +236,8 @@ def test_an_isolated_driver_holds_no_descriptor_of_the_fork_server_or_another_dr
         assert pipes <= host_pipes, label  # only pipes the host holds the other end of
 
 
-def test_without_the_fork_server_each_child_is_the_host_s_own(scene: dict[str, Any]) -> None:
-    process = parent(scene["venv"], scene, MCS_HOST_FORK_SERVER="0")
+def test_without_the_fork_server_each_child_is_the_host_s_own(scene: ForkScene) -> None:
+    process = parent(scene, MCS_HOST_FORK_SERVER="0")
     try:
         assert process.stdout is not None
         said = json.loads(process.stdout.readline())
@@ -242,15 +245,15 @@ def test_without_the_fork_server_each_child_is_the_host_s_own(scene: dict[str, A
         for label, pid in said["pids"].items():
             assert parent_of(pid) == process.pid
             assert cmdline(pid)[1:] == ["-I", "-m", "mcs_host", "serve", "--isolated", label]
-        assert alive("fork-server", scene["venv"]) == []
+        assert alive("fork-server", scene.venv) == []
     finally:
         process.communicate("\n", timeout=60)
 
 
 def test_a_host_killed_with_sigkill_leaves_neither_its_fork_server_nor_a_child(
-    scene: dict[str, Any],
+    scene: ForkScene,
 ) -> None:
-    process = parent(scene["venv"], scene)
+    process = parent(scene)
     assert process.stdout is not None
     said = json.loads(process.stdout.readline())
     server = parent_of(next(iter(said["pids"].values())))
@@ -275,14 +278,14 @@ def _zombie(pid: int) -> bool:
 
 
 def test_what_is_planted_where_the_fork_server_imports_look_never_runs(
-    scene: dict[str, Any], tmp_path: Path, wheelhouse: Path, uv_cache: Path
+    scene: ForkScene, tmp_path: Path, wheelhouse: Path, uv_cache: Path
 ) -> None:
     from test_gate import PROBED
 
     marker = tmp_path / "planted-ran.txt"
     venv = Venv.create(tmp_path / "venv")
     venv.uv_install("mcs-host[mcp]", wheelhouse=wheelhouse, cache=uv_cache)
-    wheel = next((scene["root"] / "wheels").glob("*.whl"))
+    wheel = next((scene.root / "wheels").glob("*.whl"))
     uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     site = next(venv.path.glob("lib/python*/site-packages"))
     missing = venv.run(
@@ -298,8 +301,8 @@ def test_what_is_planted_where_the_fork_server_imports_look_never_runs(
     assert control.returncode == 0, control.stderr
     assert marker.read_text() == "nt\n"
     marker.unlink()
-    env = {"HOME": str(tmp_path)}
-    done = venv.run("mcs-host", "call", "a__parent", "--config", scene["config"], "--json", env=env)
+    planted = Scene(tmp_path, venv)
+    done = planted.host("call", "a__parent", "--config", scene.config, "--json", home=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     parent_line = json.loads(done.stdout)["response"]["tool_call_result"]
     assert parent_line[3:5] == ["mcs_host", "fork-server"]  # forked by it, not started alone

@@ -16,6 +16,7 @@ import subprocess
 import sysconfig
 import textwrap
 import zipfile
+from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import DRIVER_SOURCE, driver_project, entry, pin, write_registry
+from scenes import MarkedScene, Scene
 
 pytestmark = pytest.mark.venv
 
@@ -34,8 +36,12 @@ def mark(marker: Path, text: str) -> str:
     return MARK.format(marker=str(marker), text=text)
 
 
-def ran(marker: Path) -> list[str]:
-    return marker.read_text().splitlines() if marker.exists() else []
+@dataclass(frozen=True)
+class GateScene(MarkedScene):
+    """A venv whose fixture code appends to ``marker`` when it runs, and the registry that
+    pins its drivers."""
+
+    registry: Path
 
 
 def compile_extension(directory: Path, name: str, marker: Path, who: str) -> Path:
@@ -79,14 +85,10 @@ def install(venv: Venv, root: Path, *projects: Project) -> list[Path]:
     return wheels
 
 
-def cli(venv: Venv, *args: str | Path, state: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return venv.run("mcs-host", *args, env={"MCS_HOST_STATE_DIR": str(state), **env})
-
-
 def load_json(
-    venv: Venv, registry: Path, state: Path, *args: str | Path, **env: str
+    scene: Scene, registry: Path, state: Path, *args: str | Path, **env: str
 ) -> tuple[int, dict[str, Any]]:
-    done = cli(venv, "load", "--json", "--registry", registry, *args, state=state, **env)
+    done = scene.host("load", "--json", "--registry", registry, *args, state=state, env=env)
     assert done.stdout, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report
@@ -142,8 +144,7 @@ print(json.dumps(out, default=str))
 
 
 def app(
-    venv: Venv,
-    registry: Path,
+    scene: GateScene,
     state: Path,
     calls: list[tuple[str, list[str]]] = (),  # type: ignore[assignment]
     *,
@@ -151,12 +152,13 @@ def app(
     trust: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     args = {
-        "registries": [str(registry)],
+        "registries": [str(scene.registry)],
         "trust": trust or {},
         "calls": [list(c) for c in calls],
         "before": list(before),
     }
-    done = venv.run("python", "-c", APP, json.dumps(args), env={"MCS_HOST_STATE_DIR": str(state)})
+    env = {"MCS_HOST_STATE_DIR": str(state)}
+    done = scene.venv.run("python", "-c", APP, json.dumps(args), env=env)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -170,7 +172,7 @@ EVIL_ID = "7c1f0000-0000-4000-8000-0000000000e1"
 @pytest.fixture(scope="module")
 def identity_scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> GateScene:
     """A pinned driver that declares and imports evil-lib, an unpinned library."""
     root = tmp_path_factory.mktemp("identity")
     marker = root / "ran.txt"
@@ -197,7 +199,7 @@ def identity_scene(
             )
         },
     )
-    return {"venv": venv, "marker": marker, "registry": registry, "root": root}
+    return GateScene(root=root, venv=venv, marker=marker, registry=registry)
 
 
 def _fake_host(directory: Path, venv: Venv, name: str = "MCS_Host-99.0.dist-info") -> Path:
@@ -219,22 +221,22 @@ def _fake_host(directory: Path, venv: Venv, name: str = "MCS_Host-99.0.dist-info
 
 @pytest.mark.parametrize("where", ["site-packages", "an earlier sys.path entry"])
 def test_a_fake_mcs_host_distribution_exempts_no_dependency(
-    identity_scene: dict[str, Any], tmp_path: Path, where: str
+    identity_scene: GateScene, tmp_path: Path, where: str
 ) -> None:
-    venv, marker, registry = (identity_scene[k] for k in ("venv", "marker", "registry"))
+    scene, registry = identity_scene, identity_scene.registry
     earlier = tmp_path / "earlier"
-    directory = venv.site_packages if where == "site-packages" else earlier
-    fake = _fake_host(directory, venv)
+    directory = scene.venv.site_packages if where == "site-packages" else earlier
+    fake = _fake_host(directory, scene.venv)
     env = {"PYTHONPATH": str(earlier)} if where != "site-packages" else {}
     try:
-        code, report = load_json(venv, registry, tmp_path / "state", "--strict", **env)
+        code, report = load_json(scene, registry, tmp_path / "state", "--strict", **env)
         assert code == 1
         found = record(report, "needs_evil")
         assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
         assert "dependency evil-lib 1.0.0 is unverified" in found["message"]
         assert any(str(fake) in finding for finding in report["environment"]), report
-        assert "evil-lib ran" not in ran(marker)
-        verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state", **env)
+        assert "evil-lib ran" not in scene.ran()
+        verified = scene.host("verify", "--registry", registry, state=tmp_path / "state", env=env)
         assert verified.returncode == 1
         assert (
             "needs_evil: refused at load: unverified-dependency: dependency evil-lib 1.0.0"
@@ -242,21 +244,21 @@ def test_a_fake_mcs_host_distribution_exempts_no_dependency(
         )
         assert str(fake) in verified.stdout
         # by default too the dependency is refused, never silently trusted as the host's
-        code, report = load_json(venv, registry, tmp_path / "state", **env)
+        code, report = load_json(scene, registry, tmp_path / "state", **env)
         found = record(report, "needs_evil")
         assert (code, found["reason"]) == (1, "unverified-dependency")
         # reported (development), it is a warning, never trusted as the host's either
         config = reporting(tmp_path)
-        _, report = load_json(venv, registry, tmp_path / "state", "--config", config, **env)
+        _, report = load_json(scene, registry, tmp_path / "state", "--config", config, **env)
         warnings = " | ".join(record(report, "needs_evil")["warnings"])
         assert "unverified-dependency: dependency evil-lib 1.0.0 is unverified" in warnings
     finally:
         shutil.rmtree(fake)
-        marker.unlink(missing_ok=True)
+        scene.marker.unlink(missing_ok=True)
 
 
 def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
-    identity_scene: dict[str, Any], wheelhouse: Path, uv_cache: Path, tmp_path: Path
+    identity_scene: GateScene, wheelhouse: Path, uv_cache: Path, tmp_path: Path
 ) -> None:
     venv = new_venv(tmp_path, wheelhouse, uv_cache)
     marker = tmp_path / "ran.txt"
@@ -285,6 +287,7 @@ def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
             )
         },
     )
+    scene = GateScene(root=tmp_path, venv=venv, marker=marker, registry=registry)
     # the attacker's module, and a second pluggy (a host requirement) whose RECORD lists it
     site = venv.site_packages
     (site / "sneaky").mkdir()
@@ -297,10 +300,9 @@ def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
         (real / "RECORD").read_text() + "sneaky/__init__.py,,\n"  # what it alone lists
     )
     assert venv.run("python", "-c", "import sneaky").returncode == 0  # the control
-    assert ran(marker) == ["sneaky"]
-    marker.unlink()
+    assert scene.ran() == ["sneaky"]
     config = reporting(tmp_path)  # the driver is mounted, the refused import reported
-    code, report = load_json(venv, registry, tmp_path / "state", "--config", config)
+    code, report = load_json(scene, registry, tmp_path / "state", "--config", config)
     found = record(report, "optional_user")
     assert (code, found["status"]) == (0, "mounted")
     assert any(
@@ -308,15 +310,15 @@ def test_a_second_copy_of_a_host_requirement_vouches_for_nothing_it_alone_lists(
     ), found["warnings"]
     environment = " | ".join(report["environment"])
     assert "pluggy, which the host requires, is installed 2 times" in environment
-    assert ran(marker) == ["optional-user ran"]  # the driver ran; the plant did not
+    assert scene.ran() == ["optional-user ran"]  # the driver ran; the plant did not
     # by default the refused import is a note (nothing unverified ran); strict mode refuses
-    code, report = load_json(venv, registry, tmp_path / "state")
+    code, report = load_json(scene, registry, tmp_path / "state")
     assert (code, record(report, "optional_user")["status"]) == (0, "mounted")
-    assert "sneaky" not in ran(marker)
-    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
+    assert "sneaky" not in scene.ran()
+    code, report = load_json(scene, registry, tmp_path / "state", "--strict")
     assert code == 1
     assert record(report, "optional_user")["reason"] == "import-refused"
-    assert "sneaky" not in ran(marker)
+    assert "sneaky" not in scene.ran()
 
 
 # -- namespace parents and shadows: every package on the dotted path is the verified one -----
@@ -358,7 +360,7 @@ NS_COMMON = Project(
 @pytest.fixture(scope="module")
 def ns_scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> GateScene:
     root = tmp_path_factory.mktemp("namespace")
     marker = root / "ran.txt"
     venv = new_venv(root, wheelhouse, uv_cache)
@@ -378,32 +380,32 @@ def ns_scene(
     )
     assert not (venv.site_packages / "nsdemo" / "__init__.py").exists()
     assert (venv.site_packages / "nsdemo" / "drivers" / "common.py").exists()
-    return {"venv": venv, "marker": marker, "registry": registry, "root": root}
+    return GateScene(root=root, venv=venv, marker=marker, registry=registry)
 
 
 def test_pep_420_namespace_drivers_sharing_a_namespace_both_load(
-    ns_scene: dict[str, Any], tmp_path: Path
+    ns_scene: GateScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    verified = cli(venv, "verify", "--registry", registry, state=tmp_path / "state")
+    scene, registry = ns_scene, ns_scene.registry
+    scene.marker.unlink(missing_ok=True)
+    verified = scene.host("verify", "--registry", registry, state=tmp_path / "state")
     assert verified.returncode == 0, verified.stdout
-    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
+    code, report = load_json(scene, registry, tmp_path / "state", "--strict")
     assert code == 0, report["errors"]
     assert {r["label"]: (r["verification"], r["trust"]) for r in report["drivers"]} == {
         "alpha": ("pinned", "community"),
         "beta": ("pinned", "community"),
     }
-    assert sorted(ran(marker)) == ["alpha ran", "beta ran"]
+    assert sorted(scene.ran()) == ["alpha ran", "beta ran"]
 
 
 def _shadow_plants(
-    scene: dict[str, Any], tmp_path: Path, how: str
+    scene: MarkedScene, tmp_path: Path, how: str
 ) -> tuple[list[Path], dict[str, str]]:
     """Plant a shadow of ``nsdemo`` (or of a package below it) the way ``how`` says; return
     the paths to remove and the environment that makes it live."""
-    venv, marker = scene["venv"], scene["marker"]
-    site = venv.site_packages
+    marker = scene.marker
+    site = scene.venv.site_packages
     earlier = tmp_path / "earlier"
     earlier.mkdir()
     code = mark(marker, f"SHADOW {how}")
@@ -460,51 +462,50 @@ SHADOWS = [
 
 @pytest.mark.parametrize("how", SHADOWS)
 def test_no_path_entry_can_provide_a_namespace_parent_or_the_driver(
-    ns_scene: dict[str, Any], tmp_path: Path, how: str
+    ns_scene: GateScene, tmp_path: Path, how: str
 ) -> None:
     """Each shadow is live for an ordinary import; the host imports the verified bytes (or,
     for a file planted in the drivers' own namespace directory, refuses them as tampered)."""
-    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    planted, env = _shadow_plants(ns_scene, tmp_path, how)
+    scene = ns_scene
+    scene.marker.unlink(missing_ok=True)
+    planted, env = _shadow_plants(scene, tmp_path, how)
     try:
         # the control: an ordinary import of the driver picks the shadow up
         target = "nsdemo.drivers.alpha" if "driver package" in how else "nsdemo"
-        venv.run("python", "-c", f"import {target}", env=env)
-        assert any(line.startswith("SHADOW") for line in ran(marker)), how
-        marker.unlink()
-        _, report = load_json(venv, registry, tmp_path / "state", **env)
+        scene.venv.run("python", "-c", f"import {target}", env=env)
+        assert any(line.startswith("SHADOW") for line in scene.ran()), how
+        _, report = load_json(scene, scene.registry, tmp_path / "state", **env)
         outcomes = {r["label"]: (r["status"], r["reason"]) for r in report["drivers"]}
         if how == "an __init__ planted in the namespace directory":
             assert outcomes == {
                 "alpha": ("rejected", "file-unlisted"),
                 "beta": ("rejected", "file-unlisted"),
             }
-            assert ran(marker) == []
+            assert scene.ran() == []
         else:
             assert outcomes == {"alpha": ("mounted", "mounted"), "beta": ("mounted", "mounted")}
-            assert sorted(ran(marker)) == ["alpha ran", "beta ran"]  # verified, no shadow
+            assert sorted(scene.ran()) == ["alpha ran", "beta ran"]  # verified, no shadow
     finally:
         for path in planted:
             path.unlink()
-        marker.unlink(missing_ok=True)
+        scene.marker.unlink(missing_ok=True)
 
 
 def test_a_namespace_parent_imported_from_elsewhere_before_the_load_is_refused(
-    ns_scene: dict[str, Any], tmp_path: Path
+    ns_scene: GateScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (ns_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    shadow = venv.site_packages / "nsdemo.py"
-    shadow.write_text(mark(marker, "SHADOW imported by the app"))
+    scene = ns_scene
+    scene.marker.unlink(missing_ok=True)
+    shadow = scene.venv.site_packages / "nsdemo.py"
+    shadow.write_text(mark(scene.marker, "SHADOW imported by the app"))
     try:
-        result = app(venv, registry, tmp_path / "state", before=["import nsdemo"])
+        result = app(scene, tmp_path / "state", before=["import nsdemo"])
     finally:
         shadow.unlink()
     status, reason, message, _ = result["records"]["alpha"]
     assert (status, reason) == ("rejected", "integrity")
     assert f"module 'nsdemo' was already imported from {shadow}" in message
-    assert "alpha ran" not in ran(marker)
+    assert "alpha ran" not in scene.ran()
 
 
 # -- everything a verified driver imports is judged, at load and at call time ------------------
@@ -545,10 +546,17 @@ class Driver(MCSToolDriver):
 """
 
 
+@dataclass(frozen=True)
+class LazyScene(GateScene):
+    """The lazy driver's scene, and an attacker's build of its extension module."""
+
+    evil: Path
+
+
 @pytest.fixture(scope="module")
 def lazy_scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> LazyScene:
     """A pinned driver that imports optionally at load time and lazily at call time, and
     ships a compiled extension module; modules an attacker planted under those names."""
     root = tmp_path_factory.mktemp("lazy")
@@ -580,7 +588,7 @@ def lazy_scene(
             )
         },
     )
-    return {"venv": venv, "marker": marker, "registry": registry, "evil": evil, "root": root}
+    return LazyScene(root=root, venv=venv, marker=marker, registry=registry, evil=evil)
 
 
 ALLOW_EXTENSIONS = {"allow_extensions": True, **REPORT}
@@ -590,66 +598,58 @@ NO_EXTENSIONS = {"allow_extensions": False}
 
 
 def test_an_extension_module_in_a_pinned_driver_needs_the_policy(
-    lazy_scene: dict[str, Any], tmp_path: Path
+    lazy_scene: LazyScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    result = app(venv, registry, tmp_path / "state", trust=NO_EXTENSIONS)
+    scene = lazy_scene
+    scene.marker.unlink(missing_ok=True)
+    result = app(scene, tmp_path / "state", trust=NO_EXTENSIONS)
     status, reason, message, _ = result["records"]["lazy_driver"]
     assert (status, reason) == ("rejected", "extension-module")
     assert f"_speed{EXTENSION_SUFFIXES[0]}" in message
-    assert ran(marker) == []
+    assert scene.ran() == []
 
 
 def test_an_optional_import_at_load_time_is_refused_and_reported(
-    lazy_scene: dict[str, Any], tmp_path: Path
+    lazy_scene: LazyScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    assert venv.run("python", "-c", "import fastjson").returncode == 0  # the control
-    assert ran(marker) == ["fastjson"]
-    marker.unlink()
-    result = app(venv, registry, tmp_path / "state", [("fast", [])], trust=ALLOW_EXTENSIONS)
+    scene, registry = lazy_scene, lazy_scene.registry
+    scene.marker.unlink(missing_ok=True)
+    assert scene.venv.run("python", "-c", "import fastjson").returncode == 0  # the control
+    assert scene.ran() == ["fastjson"]
+    result = app(scene, tmp_path / "state", [("fast", [])], trust=ALLOW_EXTENSIONS)
     status, _, _, warnings = result["records"]["lazy_driver"]
     assert status == "mounted"
     assert any(w.startswith("import-refused: import of 'fastjson' refused") for w in warnings)
     assert result["calls"] == [[True, False, None, False]]  # it fell back: no fastjson
     # by default the refused import is a note (nothing unverified ran); strict mode refuses
-    code, report = load_json(venv, registry, tmp_path / "state")
+    code, report = load_json(scene, registry, tmp_path / "state")
     assert (code, record(report, "lazy_driver")["status"]) == (0, "mounted")
-    assert "fastjson" not in ran(marker)
-    code, report = load_json(venv, registry, tmp_path / "state", "--strict")
+    assert "fastjson" not in scene.ran()
+    code, report = load_json(scene, registry, tmp_path / "state", "--strict")
     assert (code, record(report, "lazy_driver")["reason"]) == (1, "import-refused")
-    assert "fastjson" not in ran(marker)
+    assert "fastjson" not in scene.ran()
 
 
 def test_a_lazy_import_at_call_time_fails_the_call_and_the_host_goes_on(
-    lazy_scene: dict[str, Any], tmp_path: Path
+    lazy_scene: LazyScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
-    result = app(
-        venv,
-        registry,
-        tmp_path / "state",
-        [("lazy", []), ("ping", [])],
-        trust=ALLOW_EXTENSIONS,
-    )
+    scene = lazy_scene
+    scene.marker.unlink(missing_ok=True)
+    result = app(scene, tmp_path / "state", [("lazy", []), ("ping", [])], trust=ALLOW_EXTENSIONS)
     (executed, failed, detail, _), pong = result["calls"]
     assert (executed, failed) == (False, True)
     assert "import of 'lazyplugin' refused" in detail
     assert pong == [True, False, None, "pong"]
-    assert "lazyplugin" not in ran(marker)
+    assert "lazyplugin" not in scene.ran()
 
 
 def test_a_module_imported_before_the_load_is_judged_when_the_driver_imports_it(
-    lazy_scene: dict[str, Any], tmp_path: Path
+    lazy_scene: LazyScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (lazy_scene[k] for k in ("venv", "marker", "registry"))
-    marker.unlink(missing_ok=True)
+    scene = lazy_scene
+    scene.marker.unlink(missing_ok=True)
     result = app(
-        venv,
-        registry,
+        scene,
         tmp_path / "state",
         [("cached", [])],
         before=["import preloaded"],  # the app's own doing: its marker is expected
@@ -658,30 +658,28 @@ def test_a_module_imported_before_the_load_is_judged_when_the_driver_imports_it(
     ((executed, failed, detail, value),) = result["calls"]
     assert (executed, failed, value) == (False, True, None)
     assert "import of 'preloaded' refused" in detail
-    assert ran(marker) == ["preloaded", "lazy-driver ran"]
+    assert scene.ran() == ["preloaded", "lazy-driver ran"]
 
 
 def test_an_extension_swapped_after_the_load_is_refused_when_first_imported(
-    lazy_scene: dict[str, Any], tmp_path: Path
+    lazy_scene: LazyScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry, evil = (lazy_scene[k] for k in ("venv", "marker", "registry", "evil"))
-    target = venv.site_packages / "lazy_driver" / f"_speed{EXTENSION_SUFFIXES[0]}"
+    scene = lazy_scene
+    target = scene.venv.site_packages / "lazy_driver" / f"_speed{EXTENSION_SUFFIXES[0]}"
     genuine = target.read_bytes()
-    swap = f"import shutil; shutil.copy({str(evil)!r}, {str(target)!r})"
-    marker.unlink(missing_ok=True)
+    swap = f"import shutil; shutil.copy({str(scene.evil)!r}, {str(target)!r})"
+    scene.marker.unlink(missing_ok=True)
     try:
-        result = app(
-            venv, registry, tmp_path / "state", [("speed", [swap])], trust=ALLOW_EXTENSIONS
-        )
+        result = app(scene, tmp_path / "state", [("speed", [swap])], trust=ALLOW_EXTENSIONS)
         ((executed, failed, detail, _),) = result["calls"]
         assert (executed, failed) == (False, True)
         assert "changed after verification" in detail
-        assert "EVIL ran" not in ran(marker)
+        assert "EVIL ran" not in scene.ran()
         target.write_bytes(genuine)
         # the control: unswapped, the verified extension loads from its checked bytes
-        result = app(venv, registry, tmp_path / "state", [("speed", [])], trust=ALLOW_EXTENSIONS)
+        result = app(scene, tmp_path / "state", [("speed", [])], trust=ALLOW_EXTENSIONS)
         assert result["calls"] == [[True, False, None, "genuine"]]
-        assert "genuine ran" in ran(marker)
+        assert "genuine ran" in scene.ran()
     finally:
         target.write_bytes(genuine)
 
@@ -721,20 +719,21 @@ def test_an_extension_module_in_a_pinned_library_needs_the_policy_too(
         },
         libraries={"extlib": {"releases": {"1.0.0": pin(library_wheel)}}},
     )
-    result = app(venv, registry, tmp_path / "state", [("ping", [])], trust=NO_EXTENSIONS)
+    scene = GateScene(root=tmp_path, venv=venv, marker=marker, registry=registry)
+    result = app(scene, tmp_path / "state", [("ping", [])], trust=NO_EXTENSIONS)
     status, reason, message, _ = result["records"]["ext_user"]
     assert (status, reason) == ("rejected", "extension-module")
     assert "dependency extlib 1.0.0 ships extension modules (extlib/_core" in message
-    assert ran(marker) == []
+    assert scene.ran() == []
     state = tmp_path / "state"
-    verified = cli(venv, "verify", "--registry", registry, "--no-allow-extensions", state=state)
+    verified = scene.host("verify", "--registry", registry, "--no-allow-extensions", state=state)
     assert verified.returncode == 1
     assert "ext_user: refused at load: extension-module: dependency extlib" in verified.stdout
     # allowed (the default), the library's extension is loaded from its verified bytes
-    result = app(venv, registry, tmp_path / "state", [("ping", [])])
+    result = app(scene, tmp_path / "state", [("ping", [])])
     assert result["records"]["ext_user"][0] == "mounted"
     assert result["calls"] == [[True, False, None, "genuine"]]
-    assert ran(marker) == ["genuine ran", "ext-user ran"]
+    assert scene.ran() == ["genuine ran", "ext-user ran"]
 
 
 # -- host plugins are drivers for trust purposes ------------------------------------------------
@@ -751,10 +750,19 @@ def mcs_host_after_tool_call(call, result, error):
 """
 
 
+@dataclass(frozen=True)
+class PluginScene(MarkedScene):
+    """A host plugin that imports an unpinned library; a registry without the plugin and one
+    that pins it alone."""
+
+    unpinned: Path
+    pinned: Path
+
+
 @pytest.fixture(scope="module")
 def plugin_scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> PluginScene:
     root = tmp_path_factory.mktemp("plugins")
     marker = root / "ran.txt"
     venv = new_venv(root, wheelhouse, uv_cache)
@@ -776,26 +784,27 @@ def plugin_scene(
         "group": "mcs.host_plugins",
         "releases": {"1.0.0": pin(wheels[1])},
     }
-    return {
-        "venv": venv,
-        "marker": marker,
-        "unpinned": write_registry(root / "unpinned.json", {}),
-        "pinned": write_registry(root / "pinned.json", {PLUGIN_ID: pinned}),
-    }
+    return PluginScene(
+        root=root,
+        venv=venv,
+        marker=marker,
+        unpinned=write_registry(root / "unpinned.json", {}),
+        pinned=write_registry(root / "pinned.json", {PLUGIN_ID: pinned}),
+    )
 
 
 def test_an_unpinned_plugin_is_listed_refused_and_fatal_under_strict(
-    plugin_scene: dict[str, Any], tmp_path: Path
+    plugin_scene: PluginScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "unpinned"))
+    scene, registry = plugin_scene, plugin_scene.unpinned
     state = tmp_path / "state"
-    listed = cli(venv, "list", "--registry", registry, state=state)
+    listed = scene.host("list", "--registry", registry, state=state)
     assert (
         "audit  plugin  audit-plugin  1.0.0    audit_plugin  -         unverified" in listed.stdout
     )
-    listed_json = json.loads(cli(venv, "list", "--json", state=state).stdout)
+    listed_json = json.loads(scene.host("list", "--json", state=state).stdout)
     assert [(p["label"], p["kind"]) for p in listed_json["plugins"]] == [("audit", "plugin")]
-    verified = cli(venv, "verify", "--json", "--registry", registry, state=state)
+    verified = scene.host("verify", "--json", "--registry", registry, state=state)
     assert verified.returncode == 1
     (plugin,) = json.loads(verified.stdout)["plugins"]
     assert (plugin["kind"], plugin["verification"], plugin["allowed"]) == (
@@ -803,30 +812,30 @@ def test_an_unpinned_plugin_is_listed_refused_and_fatal_under_strict(
         "unverified",
         False,
     )
-    code, report = load_json(venv, registry, state)
+    code, report = load_json(scene, registry, state)
     assert code == 1  # no driver is installed here: nothing mounted, and only that is said
     assert [e.split(":")[0] for e in report["errors"]] == ["nothing mounted"]
     found = record(report, "audit", "plugins")
     assert (found["status"], found["reason"]) == ("rejected", "not-in-registry")
-    code, report = load_json(venv, registry, state, "--strict")
+    code, report = load_json(scene, registry, state, "--strict")
     assert code == 1
     assert any(e.startswith("host plugin audit: not-in-registry:") for e in report["errors"])
-    assert ran(marker) == []
+    assert scene.ran() == []
 
 
 def test_a_pinned_plugin_gets_the_dependency_checks_of_a_driver(
-    plugin_scene: dict[str, Any], tmp_path: Path
+    plugin_scene: PluginScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "pinned"))
-    marker.unlink(missing_ok=True)
+    scene, registry = plugin_scene, plugin_scene.pinned
+    scene.marker.unlink(missing_ok=True)
     state = tmp_path / "state"
     for refusing in ((), ("--strict",)):  # by default, and in strict mode
-        code, report = load_json(venv, registry, state, *refusing)
+        code, report = load_json(scene, registry, state, *refusing)
         assert code == 1
         found = record(report, "audit", "plugins")
         assert (found["status"], found["reason"]) == ("rejected", "unverified-dependency")
-        assert ran(marker) == []
-    verified = cli(venv, "verify", "--registry", registry, state=state)
+        assert scene.ran() == []
+    verified = scene.host("verify", "--registry", registry, state=state)
     assert verified.returncode == 1
     assert (
         "audit: refused at load: unverified-dependency: dependency helper-lib 1.0.0"
@@ -836,33 +845,33 @@ def test_a_pinned_plugin_gets_the_dependency_checks_of_a_driver(
         verified.stdout
     )
     assert f"`mcs-host lock --plugin audit --registry {registry}`" in verified.stdout
-    reported = cli(
-        venv, "verify", "--registry", registry, "--config", reporting(tmp_path), state=state
+    reported = scene.host(
+        "verify", "--registry", registry, "--config", reporting(tmp_path), state=state
     )
     assert "audit: UNVERIFIED CODE would run: dependency helper-lib 1.0.0" in reported.stdout
-    code, report = load_json(venv, registry, state, "--config", reporting(tmp_path))
+    code, report = load_json(scene, registry, state, "--config", reporting(tmp_path))
     found = record(report, "audit", "plugins")
     assert found["status"] == "mounted"
     warnings = " | ".join(found["warnings"])
     assert "unverified-dependency: dependency helper-lib 1.0.0 is unverified" in warnings
-    assert ran(marker) == ["helper-lib", "audit-plugin"]
+    assert scene.ran() == ["helper-lib", "audit-plugin"]
 
 
 def test_a_tampered_plugin_is_refused_before_it_runs(
-    plugin_scene: dict[str, Any], tmp_path: Path
+    plugin_scene: PluginScene, tmp_path: Path
 ) -> None:
-    venv, marker, registry = (plugin_scene[k] for k in ("venv", "marker", "pinned"))
-    marker.unlink(missing_ok=True)
-    init = venv.site_packages / "audit_plugin" / "__init__.py"
+    scene = plugin_scene
+    scene.marker.unlink(missing_ok=True)
+    init = scene.venv.site_packages / "audit_plugin" / "__init__.py"
     original = init.read_text()
     init.write_text(original.replace("pass", "1  "))
     try:
-        _, report = load_json(venv, registry, tmp_path / "state")
+        _, report = load_json(scene, scene.pinned, tmp_path / "state")
     finally:
         init.write_text(original)
     found = record(report, "audit", "plugins")
     assert (found["status"], found["reason"]) == ("rejected", "file-modified")
-    assert ran(marker) == []
+    assert scene.ran() == []
 
 
 # -- the command line runs nothing from the environment before verification ------------------
@@ -871,10 +880,17 @@ PROBED = ("nt", "_winapi", "msvcrt", "bcrypt", "_overlapped", "winreg", "_wmi")
 """Modules our dependencies or the standard library try to import, absent on Linux."""
 
 
+@dataclass(frozen=True)
+class ProbeScene(GateScene):
+    """A venv with modules planted under ``names``, and an empty registry."""
+
+    names: list[str]
+
+
 @pytest.fixture(scope="module")
 def probe_scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> ProbeScene:
     """A venv where every standard-library module this Python lacks, and every name known to
     be probed, is planted in site-packages as a module that writes a marker."""
     root = tmp_path_factory.mktemp("probes")
@@ -904,7 +920,7 @@ def probe_scene(
     (venv.site_packages / "org" / "python").mkdir()
     (venv.site_packages / "org" / "python" / "__init__.py").write_text(mark(marker, "org"))
     registry = write_registry(root / "registry.json", {})
-    return {"venv": venv, "marker": marker, "names": names, "registry": registry}
+    return ProbeScene(root=root, venv=venv, marker=marker, registry=registry, names=names)
 
 
 @pytest.mark.parametrize(
@@ -921,58 +937,57 @@ def probe_scene(
     ids=" ".join,
 )
 def test_no_command_runs_a_module_planted_under_a_probed_name(
-    probe_scene: dict[str, Any], tmp_path: Path, command: list[str]
+    probe_scene: ProbeScene, tmp_path: Path, command: list[str]
 ) -> None:
-    venv, marker = probe_scene["venv"], probe_scene["marker"]
-    marker.unlink(missing_ok=True)
-    assert venv.run("python", "-c", "import nt").returncode == 0  # the controls
+    scene = probe_scene
+    scene.marker.unlink(missing_ok=True)
+    assert scene.venv.run("python", "-c", "import nt").returncode == 0  # the controls
     model = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int = 0\n"
-    venv.run("python", "-c", model)  # pydantic imports the plugin, whatever it then does
-    assert {"nt", "pretty-plugin"} <= set(ran(marker))  # plain Python runs the plants
-    marker.unlink()
+    scene.venv.run("python", "-c", model)  # pydantic imports the plugin, whatever it then does
+    assert {"nt", "pretty-plugin"} <= set(scene.ran())  # plain Python runs the plants
     values = {
-        "registry": str(probe_scene["registry"]),
+        "registry": str(scene.registry),
         "lock": str(tmp_path / "lock.json"),
         "key": str(tmp_path / "key.pem"),
     }
-    done = cli(venv, *(part.format(**values) for part in command), state=tmp_path / "state")
+    done = scene.host(*(part.format(**values) for part in command), state=tmp_path / "state")
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr
-    assert ran(marker) == [], f"planted modules ran: {ran(marker)}"
+    planted = scene.ran()
+    assert planted == [], f"planted modules ran: {planted}"
 
 
 def test_python_dash_m_ignores_modules_in_the_working_directory(
-    probe_scene: dict[str, Any], tmp_path: Path
+    probe_scene: ProbeScene, tmp_path: Path
 ) -> None:
-    venv, marker = probe_scene["venv"], probe_scene["marker"]
+    scene = probe_scene
     cwd = tmp_path / "project"
     cwd.mkdir()
     for name in ("typing", "__future__", "copy", "dataclasses", "json", "pathlib", "enum"):
-        (cwd / f"{name}.py").write_text(mark(marker, f"cwd {name}"))
-    marker.unlink(missing_ok=True)
-    venv.run("python", "-c", "import json", cwd=cwd)  # the control
-    assert "cwd json" in ran(marker)
-    marker.unlink()
+        (cwd / f"{name}.py").write_text(mark(scene.marker, f"cwd {name}"))
+    scene.marker.unlink(missing_ok=True)
+    scene.venv.run("python", "-c", "import json", cwd=cwd)  # the control
+    assert "cwd json" in scene.ran()
     for args in (["list"], ["list", "--json"], ["--version"]):
-        done = venv.run("python", "-m", "mcs_host", *args, cwd=cwd)
+        done = scene.venv.run("python", "-m", "mcs_host", *args, cwd=cwd)
         assert done.returncode == 0, done.stderr
-    assert ran(marker) == []
+    assert scene.ran() == []
 
 
 def test_verify_names_the_code_the_interpreter_runs_at_start_up(
-    probe_scene: dict[str, Any], tmp_path: Path
+    probe_scene: ProbeScene, tmp_path: Path
 ) -> None:
-    venv = probe_scene["venv"]
-    site = venv.site_packages
-    plants = [site / "zz-startup.pth", site / "sitecustomize.py", venv.bin / "helper.py"]
+    scene = probe_scene
+    site = scene.venv.site_packages
+    plants = [site / "zz-startup.pth", site / "sitecustomize.py", scene.venv.bin / "helper.py"]
     plants[0].write_text("import os\n")
     plants[1].write_text("")
     plants[2].write_text("")
     try:
-        done = cli(venv, "verify", "--json", "--registry", probe_scene["registry"], state=tmp_path)
+        done = scene.host("verify", "--json", "--registry", scene.registry, state=tmp_path)
         startup = {item["path"] for item in json.loads(done.stdout)["startup"]}
         assert {str(p) for p in plants} <= startup
-        text = cli(venv, "verify", "--registry", probe_scene["registry"], state=tmp_path).stdout
+        text = scene.host("verify", "--registry", scene.registry, state=tmp_path).stdout
         assert "Start-up code (the interpreter runs it before any host can act):" in text
         assert str(plants[0]) in text
     finally:

@@ -9,12 +9,14 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import ROOT, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -105,10 +107,19 @@ print(json.dumps(out, default=str))
 """
 
 
+@dataclass(frozen=True)
+class IsolationScene(Scene):
+    """The venv, the registry pinning the bundled drivers and the wild one, and the
+    configuration that isolates them."""
+
+    registry: Path
+    config: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> IsolationScene:
     """A venv with ``mcs-host[mcp]``, the bundled drivers and the wild driver, one registry
     pinning them all, and a configuration that isolates the wild driver twice (``wild``,
     and ``fragile`` with one restart) and the CSV driver."""
@@ -154,7 +165,7 @@ def scene(
         f'[drivers.csv]\nisolation = "process"\nsettings = {{ root = "{data}" }}\n\n'
         f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
     )
-    return {"venv": venv, "registry": registry, "config": config, "root": root}
+    return IsolationScene(root=root, venv=venv, registry=registry, config=config)
 
 
 def children(venv: Venv) -> list[tuple[int, str]]:
@@ -174,16 +185,16 @@ def children(venv: Venv) -> list[tuple[int, str]]:
     return found
 
 
-def run_parent(scene: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    venv: Venv = scene["venv"]
-    script = scene["root"] / "parent.py"
+def run_parent(scene: IsolationScene, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    venv = scene.venv
+    script = scene.root / "parent.py"
     script.write_text(PARENT)
     done = venv.run(
         venv.python,
         script,
-        scene["config"],
+        scene.config,
         json.dumps(calls),
-        env={"HOME": str(scene["root"])},
+        env={"HOME": str(scene.root)},
     )
     assert done.returncode == 0, done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
@@ -191,7 +202,7 @@ def run_parent(scene: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -
 
 
 def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
-    scene: dict[str, Any],
+    scene: IsolationScene,
 ) -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("wild__pid", {}),
@@ -253,10 +264,10 @@ def test_each_misdeed_fails_only_its_call_and_the_next_call_gets_a_new_process(
     assert 200 < opened < 256
     assert results[13][3] == "fine"
 
-    assert children(scene["venv"]) == []  # nothing left once the host closed them
+    assert children(scene.venv) == []  # nothing left once the host closed them
 
 
-def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, Any]) -> None:
+def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: IsolationScene) -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("fragile__crash", {}),
         ("fragile__crash", {}),
@@ -274,34 +285,34 @@ def test_restarts_are_bounded_then_the_driver_says_it_failed(scene: dict[str, An
     assert out["now"]["fragile"] == ["failed", "restarts-exhausted"]  # the report as it stands
     assert out["now"]["wild"] == ["mounted", "mounted"]
     assert out["records"]["fragile"][0] == "mounted"  # the report of the load itself
-    assert children(scene["venv"]) == []
+    assert children(scene.venv) == []
 
 
 def test_a_cpu_limit_ends_a_spinning_process_before_the_call_timeout(
-    scene: dict[str, Any], tmp_path: Path
+    scene: IsolationScene, tmp_path: Path
 ) -> None:
     # the call may take a minute of wall-clock time, twenty times the CPU budget (3 s): on a
     # loaded machine the spinning process gets its CPU seconds slowly, and the CPU limit must
     # still be what ends it. The message says which: nothing else ends a spinning process
     # here, and the call timeout would say that it did not answer within 60 s
     config = tmp_path / "mcs-host.toml"
-    text = scene["config"].read_text()
+    text = scene.config.read_text()
     assert "call_timeout = 5\n" in text
     config.write_text(text.replace("call_timeout = 5\n", "call_timeout = 60\n"))
-    out = run_parent({**scene, "config": config}, [("capped__hang", {}), ("capped__ok", {})])
+    out = run_parent(replace(scene, config=config), [("capped__hang", {}), ("capped__ok", {})])
     (_, failed, detail, _), (_, again, _, result) = out["calls"]
     assert failed
     assert "the isolated driver 'capped' failed during 'hang': its process ended" in detail
     assert "did not answer" not in detail
     assert (again, result) == (False, "fine")  # a new process, with a new CPU budget
-    assert children(scene["venv"]) == []
+    assert children(scene.venv) == []
 
 
-def test_a_killed_host_leaves_no_child_behind(scene: dict[str, Any]) -> None:
+def test_a_killed_host_leaves_no_child_behind(scene: IsolationScene) -> None:
     # the host is SIGKILLed while its isolated driver is stuck in a call: the child hears
     # of its parent's death (Linux) or of stdin's end, and ends within the grace period
-    venv: Venv = scene["venv"]
-    script = scene["root"] / "killed.py"
+    venv = scene.venv
+    script = scene.root / "killed.py"
     script.write_text(
         "import sys\n"
         "from mcs_host import load_drivers\n"
@@ -309,17 +320,12 @@ def test_a_killed_host_leaves_no_child_behind(scene: dict[str, Any]) -> None:
         "print('loaded', flush=True)\n"
         "stack.process_llm_response({'tool': 'wild__hang', 'arguments': {}})\n"
     )
-    env = {
-        "PATH": f"{venv.bin}:/usr/bin:/bin",
-        "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
-        "HOME": str(scene["root"]),
-    }
     process = subprocess.Popen(
-        [str(venv.python), str(script), str(scene["config"])],
+        [str(venv.python), str(script), str(scene.config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=env,
+        env=scene.environment(state=venv.path / "mcs-host-state"),
         cwd=venv.path,
     )
     assert process.stdout is not None
@@ -335,52 +341,47 @@ def test_a_killed_host_leaves_no_child_behind(scene: dict[str, Any]) -> None:
     assert children(venv) == []
 
 
-def test_the_command_line_isolates_with_isolate(scene: dict[str, Any]) -> None:
-    venv: Venv = scene["venv"]
-    env = {"HOME": str(scene["root"])}
+def test_the_command_line_isolates_with_isolate(scene: IsolationScene) -> None:
     arguments = json.dumps({"file": "sales.csv", "column": "units"})
-    config = scene["config"]
-    done = venv.run(
-        "mcs-host", "call", "csv__summarize_column", "--args", arguments, "--config", config,
-        "--isolate", "--json", env=env,
+    config = scene.config
+    done = scene.host(
+        "call", "csv__summarize_column", "--args", arguments, "--config", config,
+        "--isolate", "--json", home=scene.root,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     mounts = {m["label"]: m for m in document["load"]["drivers"]}
     assert mounts["files"]["isolation"] == "process"  # --isolate: every installed driver
     assert document["response"]["tool_call_result"]["sum"] == 151.0
-    loaded = venv.run("mcs-host", "load", "--config", config, "--isolate", env=env)
+    loaded = scene.host("load", "--config", config, "--isolate", home=scene.root)
     assert "files: isolated: runs in a process of its own" in loaded.stdout
-    assert children(venv) == []
+    assert children(scene.venv) == []
 
 
 def test_a_driver_the_child_refuses_fails_its_mount_with_the_childs_reason(
-    scene: dict[str, Any], tmp_path: Path
+    scene: IsolationScene, tmp_path: Path
 ) -> None:
     # the parent cannot see that a setting is wrong (it imports nothing): the child's load
     # fails, and the parent's record repeats what the child said
-    venv: Venv = scene["venv"]
     config = tmp_path / "mcs-host.toml"
     config.write_text(
-        f'registries = ["{scene["registry"]}"]\n[drivers.wild]\nisolation = "process"\n'
+        f'registries = ["{scene.registry}"]\n[drivers.wild]\nisolation = "process"\n'
         "[drivers.wild.settings]\nnot_a_setting = 1\n"
     )
-    done = venv.run("mcs-host", "load", "wild", "--config", config, env={"HOME": str(tmp_path)})
+    done = scene.host("load", "wild", "--config", config, home=tmp_path)
     assert done.returncode == 1  # the label asked for did not mount
     line = next(x for x in done.stdout.splitlines() if x.startswith("wild:"))
     assert "isolated-start" in line
     assert "constructor raised TypeError" in line
-    assert children(venv) == []
+    assert children(scene.venv) == []
 
 
 def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: IsolationScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
-    env = {"HOME": str(scene["root"])}
-    done = venv.run(
-        "mcs-host", "verify", "wild", "files", "--config", scene["config"], "--live", "--json",
-        env=env,
+    done = scene.host(
+        "verify", "wild", "files", "--config", scene.config, "--live", "--json",
+        home=scene.root,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     live = {d["label"]: d["live"] for d in json.loads(done.stdout)["drivers"]}
@@ -390,8 +391,8 @@ def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
     assert live["files"]["ok"]
     assert live["files"]["health"]["status"] == "OK"  # the files driver declares one
     bad = tmp_path / "mcs-host.toml"
-    bad.write_text(f'registries = ["{scene["registry"]}"]\n')  # csv without its root
-    done = venv.run("mcs-host", "verify", "csv", "--config", bad, "--live", env=env)
+    bad.write_text(f'registries = ["{scene.registry}"]\n')  # csv without its root
+    done = scene.host("verify", "csv", "--config", bad, "--live", home=scene.root)
     assert done.returncode == 1
     failed = "csv: live: FAILED: isolated-start: cannot start the isolated driver 'csv'"
     assert failed in done.stdout
@@ -400,31 +401,27 @@ def test_verify_live_starts_each_driver_in_its_own_process_and_reports_it(
     assert "or --set <label>.<key>=<value>" in done.stdout  # the way out it names
     root = tmp_path / "data"
     root.mkdir()
-    done = venv.run(
-        "mcs-host", "verify", "csv", "--config", bad, "--live", "--set", f"csv.root={root}",
-        env=env,
+    done = scene.host(
+        "verify", "csv", "--config", bad, "--live", "--set", f"csv.root={root}",
+        home=scene.root,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 1 started in a process of their own (--live)." in done.stdout
-    assert children(venv) == []
+    assert children(scene.venv) == []
 
 
 def test_serve_isolate_serves_each_driver_from_its_own_process_and_leaves_none(
-    scene: dict[str, Any],
+    scene: IsolationScene,
 ) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     server = StdioServerParameters(
         command=str(venv.bin / "mcs-host"),
-        args=["serve", "--config", str(scene["config"]), "--isolate"],
-        env={
-            "PATH": f"{venv.bin}:/usr/bin:/bin",
-            "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
-            "HOME": str(scene["root"]),
-        },
-        cwd=str(scene["root"]),
+        args=["serve", "--config", str(scene.config), "--isolate"],
+        env=scene.environment(state=venv.path / "mcs-host-state"),
+        cwd=str(scene.root),
     )
     seen: dict[str, Any] = {}
 
@@ -451,37 +448,34 @@ def test_serve_isolate_serves_each_driver_from_its_own_process_and_leaves_none(
 
 
 def test_an_isolated_driver_s_process_mounts_nothing_else(
-    scene: dict[str, Any], tmp_path: Path
+    scene: IsolationScene, tmp_path: Path
 ) -> None:
     # the configuration declares an MCP server besides the drivers: the host starts it once,
     # and no isolated driver's process starts it again
     marker = tmp_path / "started.txt"
     config = tmp_path / "mcs-host.toml"
     config.write_text(
-        scene["config"].read_text()
+        scene.config.read_text()
         + "\n[trust]\nallow_unverified = true\n"
         + f'[mcp_servers.echo]\ncommand = ["sh", "-c", "echo started >> {marker}"]\n'
     )
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", "load", "--config", config, env={"HOME": str(scene["root"])})
+    done = scene.host("load", "--config", config, home=scene.root)
     assert "wild: isolated: runs in a process of its own" in done.stdout
     assert marker.read_text().splitlines() == ["started"]
-    assert children(venv) == []
+    assert children(scene.venv) == []
 
 
 def test_a_registry_entry_that_requires_isolation_wins_over_the_configuration(
-    scene: dict[str, Any], tmp_path: Path
+    scene: IsolationScene, tmp_path: Path
 ) -> None:
-    document = json.loads(scene["registry"].read_text())
+    document = json.loads(scene.registry.read_text())
     document["drivers"][WILD_ID]["isolation"] = "process"
     registry = tmp_path / "registry.json"
     registry.write_text(json.dumps(document))
     config = tmp_path / "mcs-host.toml"
     config.write_text(f'registries = ["{registry}"]\n[drivers.wild]\nisolation = "none"\n')
-    venv: Venv = scene["venv"]
-    env = {"HOME": str(scene["root"])}
-    done = venv.run("mcs-host", "load", "wild", "--config", config, "--json", env=env)
+    done = scene.host("load", "wild", "--config", config, "--json", home=scene.root)
     assert done.returncode == 0, done.stdout + done.stderr
     (mount,) = [m for m in json.loads(done.stdout)["drivers"] if m["label"] == "wild"]
     assert (mount["status"], mount["isolation"]) == ("mounted", "process")
-    assert children(venv) == []
+    assert children(scene.venv) == []

@@ -18,6 +18,7 @@ import sysconfig
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 from distbuild import Project, Venv, build_wheel, uv_pip, vendor_into_wheel
 from hostrun import entry, pin, write_registry
+from scenes import MarkedScene
 
 pytestmark = [
     pytest.mark.venv,
@@ -153,10 +155,29 @@ def build_extension(directory: Path, name: str, value: str, needs: str, libs: Pa
     )
 
 
+@dataclass(frozen=True)
+class NativeScene(MarkedScene):
+    """The repaired wheel installed and pinned in ``registry``; ``evil`` the attacker's
+    libraries by name."""
+
+    registry: Path
+    evil: dict[str, Path]
+
+    def call(self, tool: str, **env: str) -> tuple[int, dict[str, Any]]:
+        """``mcs-host call TOOL --json`` with extensions allowed."""
+        done = self.host(
+            "call", tool, "--json", "--allow-extensions", "--registry", self.registry,
+            state=self.root / "state", env=env,
+        )  # fmt: skip
+        assert done.stdout, done.stderr
+        document: dict[str, Any] = json.loads(done.stdout)
+        return done.returncode, document
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> NativeScene:
     """The repaired wheel installed and pinned; an attacker's libraries of the same names."""
     root = tmp_path_factory.mktemp("native")
     marker = root / "ran.txt"
@@ -194,13 +215,7 @@ def scene(
             )
         },
     )
-    return {"venv": venv, "marker": marker, "registry": registry, "evil": evil, "root": root}
-
-
-def ran(marker: Path) -> list[str]:
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
+    return NativeScene(root=root, venv=venv, marker=marker, registry=registry, evil=evil)
 
 
 # One process: load, then call the tools, with code run before each call (a swap).
@@ -221,56 +236,43 @@ print(json.dumps(out))
 
 
 def app(
-    scene: dict[str, Any],
+    scene: NativeScene,
     calls: list[tuple[str, str]],
     before: str = "",
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    args = {"registry": str(scene["registry"]), "calls": calls, "before": before}
-    done = scene["venv"].run(
+    args = {"registry": str(scene.registry), "calls": calls, "before": before}
+    done = scene.venv.run(
         "python",
         "-c",
         APP,
         json.dumps(args),
-        env={"MCS_HOST_STATE_DIR": str(scene["root"] / "state"), **(env or {})},
+        env={"MCS_HOST_STATE_DIR": str(scene.root / "state"), **(env or {})},
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
-def call(scene: dict[str, Any], tool: str, **env: str) -> tuple[int, dict[str, Any]]:
-    """``mcs-host call TOOL --json`` with extensions allowed."""
-    done = scene["venv"].run(
-        "mcs-host", "call", tool, "--json", "--allow-extensions",
-        "--registry", scene["registry"],
-        env={"MCS_HOST_STATE_DIR": str(scene["root"] / "state"), **env},
-    )  # fmt: skip
-    assert done.stdout, done.stderr
-    document: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, document
-
-
 def test_two_extension_modules_link_their_vendored_libraries_from_verified_bytes(
-    scene: dict[str, Any],
+    scene: NativeScene,
 ) -> None:
-    marker = scene["marker"]
-    ran(marker)
+    scene.ran()
     result = app(scene, [("one", ""), ("two", ""), ("one", "")])
     assert result["records"]["nativedrv"][0] == "mounted"
     assert result["calls"] == [[False, None, 42], [False, None, 84], [False, None, 42]]
     # each library ran once, leaves first, from the verified copy; nothing else
-    assert ran(marker) == GENUINE
-    code, document = call(scene, "two")
+    assert scene.ran() == GENUINE
+    code, document = scene.call("two")
     assert (code, document["response"]["tool_call_result"]) == (0, 84)
-    assert ran(marker) == GENUINE
+    assert scene.ran() == GENUINE
 
 
 def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
-    scene: dict[str, Any], tmp_path: Path
+    scene: NativeScene, tmp_path: Path
 ) -> None:
-    venv, marker, evil = scene["venv"], scene["marker"], scene["evil"]
-    ran(marker)
+    venv, evil = scene.venv, scene.evil
+    scene.ran()
     libs = venv.site_packages / "nativedrv.libs"
     planted = libs / ABSENT  # unlisted: the wheel does not ship it
     shutil.copy(evil[ABSENT], planted)
@@ -278,7 +280,7 @@ def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
         # the control: a plain import runs the planted library through $ORIGIN
         plain = venv.run("python", "-c", "import nativedrv._three as t; print(t.ANSWER)")
         assert plain.stdout.strip() == "7"
-        assert ran(marker) == ["EVIL absent ran"]
+        assert scene.ran() == ["EVIL absent ran"]
         # the attacker's libleaf and libmid come first on the linker's search path too
         for name in (ROOT, LEAF, MID):
             shutil.copy(evil[name], tmp_path / name)
@@ -288,16 +290,16 @@ def test_no_library_on_a_search_path_can_stand_in_for_a_vendored_one(
         assert (one, two) == ([False, None, 42], [False, None, 84])
         assert three[0] is True
         assert ABSENT in three[1]
-        assert ran(marker) == GENUINE
+        assert scene.ran() == GENUINE
     finally:
         planted.unlink()
 
 
 @contextmanager
-def vendored_leaf(scene: dict[str, Any]) -> Iterator[Path]:
+def vendored_leaf(scene: NativeScene) -> Iterator[Path]:
     """The installed ``nativedrv.libs/libleaf``, put back as it was afterwards."""
-    ran(scene["marker"])
-    target = scene["venv"].site_packages / "nativedrv.libs" / LEAF
+    scene.ran()
+    target = scene.venv.site_packages / "nativedrv.libs" / LEAF
     genuine = target.read_bytes()
     try:
         yield target
@@ -306,39 +308,39 @@ def vendored_leaf(scene: dict[str, Any]) -> Iterator[Path]:
 
 
 def test_a_tampered_vendored_library_is_refused_before_anything_is_linked(
-    scene: dict[str, Any],
+    scene: NativeScene,
 ) -> None:
     with vendored_leaf(scene) as target:
-        shutil.copy(scene["evil"][LEAF], target)
-        code, document = call(scene, "one")
+        shutil.copy(scene.evil[LEAF], target)
+        code, document = scene.call("one")
         (record,) = document["load"]["drivers"]
         assert code == 1
         assert (record["status"], record["verification"]) == ("rejected", "rejected")
         assert f"nativedrv.libs/{LEAF}" in record["message"]
-        assert ran(scene["marker"]) == []
+        assert scene.ran() == []
 
 
 def test_a_library_swapped_after_verification_is_refused_when_first_linked(
-    scene: dict[str, Any],
+    scene: NativeScene,
 ) -> None:
     with vendored_leaf(scene) as target:
-        swap = f"import shutil; shutil.copy({str(scene['evil'][LEAF])!r}, {str(target)!r})"
+        swap = f"import shutil; shutil.copy({str(scene.evil[LEAF])!r}, {str(target)!r})"
         result = app(scene, [("one", swap), ("two", "")])
         assert result["records"]["nativedrv"][0] == "mounted"
         for failed, detail, value in result["calls"]:
             assert (failed, value) == (True, None)
             assert f"{LEAF} changed after verification" in detail
-        assert ran(scene["marker"]) == []
+        assert scene.ran() == []
 
 
 def test_without_memory_files_verified_copies_keep_the_wheels_layout_and_are_removed(
-    scene: dict[str, Any], tmp_path: Path
+    scene: NativeScene, tmp_path: Path
 ) -> None:
     """Where the system has no anonymous memory files (macOS), the verified copies go to a
     private directory in the distribution's layout; it is gone when the process ends."""
-    marker, private, seen = scene["marker"], tmp_path / "tmp", tmp_path / "seen.json"
+    private, seen = tmp_path / "tmp", tmp_path / "seen.json"
     private.mkdir()
-    ran(marker)
+    scene.ran()
     before = "import os; del os.memfd_create"
     # what the private directory holds while the process runs, after the first extension
     look = (
@@ -349,7 +351,7 @@ def test_without_memory_files_verified_copies_keep_the_wheels_layout_and_are_rem
     env = {"TMPDIR": str(private)}
     result = app(scene, [("one", ""), ("two", look)], before=before, env=env)
     assert result["calls"] == [[False, None, 42], [False, None, 84]]
-    assert ran(marker) == GENUINE
+    assert scene.ran() == GENUINE
     held = json.loads(seen.read_text())
     assert {f"nativedrv/_one{SUFFIX}", f"nativedrv.libs/{MID}", f"nativedrv.libs/{ROOT}"} <= set(
         held

@@ -10,11 +10,12 @@ computed; a user who refuses native code gets it refused. Needs the package regi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, pip, uv_pip
+from scenes import Scene
 
 pytestmark = [pytest.mark.venv, pytest.mark.network]
 
@@ -70,10 +71,25 @@ MANIFEST = {
 ARGS = json.dumps({"matrix": [[2, 1], [1, 3]], "vector": [3, 5]})
 
 
+@dataclass(frozen=True)
+class ScienceScene(Scene):
+    """The driver and the libraries pip installed for it (``libraries``), pinned in
+    ``registry`` by one ``lock``, which printed ``locked``."""
+
+    registry: Path
+    libraries: list[str]
+    locked: str
+
+    def run(self, *args: str | Path) -> tuple[int, str, str]:
+        """``mcs-host ARGS --registry REGISTRY``, the host's state under the scene."""
+        done = self.host(*args, "--registry", self.registry, state=self.root / "state")
+        return done.returncode, done.stdout, done.stderr
+
+
 @pytest.fixture(scope="module")
 def science(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> ScienceScene:
     """numpy and pandas from the index, the driver, and a registry one lock wrote."""
     root = tmp_path_factory.mktemp("science")
     venv = Venv.create(root / "venv")
@@ -91,47 +107,35 @@ def science(
     wheel = build_wheel(project.write(root / "src"), root / "wheels")
     uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
     registry = root / "registry.json"
-    done = venv.run("mcs-host", "lock", "np-stats", "--registry", registry)
+    done = Scene(root, venv).host("lock", "np-stats", "--registry", registry)
     assert done.returncode == 0, done.stderr
-    return {
-        "venv": venv,
-        "registry": registry,
-        "root": root,
-        "libraries": libraries,
-        "locked": done.stdout,
-    }
+    return ScienceScene(
+        root=root, venv=venv, registry=registry, libraries=libraries, locked=done.stdout
+    )
 
 
-def run(science: dict[str, Any], *args: str | Path) -> tuple[int, str, str]:
-    done = science["venv"].run(
-        "mcs-host", *args, "--registry", science["registry"],
-        env={"MCS_HOST_STATE_DIR": str(science["root"] / "state")},
-    )  # fmt: skip
-    return done.returncode, done.stdout, done.stderr
-
-
-def test_one_lock_pins_the_driver_and_every_library_it_imports(science: dict[str, Any]) -> None:
-    written = json.loads(science["registry"].read_text())
+def test_one_lock_pins_the_driver_and_every_library_it_imports(science: ScienceScene) -> None:
+    written = json.loads(science.registry.read_text())
     assert [e["label"] for e in written["drivers"].values()] == ["np-stats"]
     # scipy requires numpy below a License field continued by lines of blanks: still read
     assert {"numpy", "pandas", "scipy"} <= set(written["libraries"])
     # `lock np-stats` alone pinned what pip installed for it, each listed
-    assert set(written["libraries"]) == set(science["libraries"])
-    listed = {line.split()[1] for line in science["locked"].splitlines() if " sha256:" in line}
-    assert listed == {"np-stats", *science["libraries"]}
+    assert set(written["libraries"]) == set(science.libraries)
+    listed = {line.split()[1] for line in science.locked.splitlines() if " sha256:" in line}
+    assert listed == {"np-stats", *science.libraries}
     # native code of verified distributions is verified code: no flag is needed
-    code, out, _ = run(science, "verify")
+    code, out, _ = science.run("verify")
     assert code == 0, out
     assert "1 of 1 drivers may be loaded; 1 would run only verified code." in out
 
 
 def test_a_user_who_refuses_native_code_gets_the_numpy_driver_refused(
-    science: dict[str, Any], tmp_path: Path
+    science: ScienceScene, tmp_path: Path
 ) -> None:
     config = tmp_path / "mcs-host.toml"
     config.write_text("[trust]\nallow_extensions = false\n")
     for refusing in (["--config", str(config)], ["--no-allow-extensions"]):
-        code, out, _ = run(science, "load", "--json", *refusing)
+        code, out, _ = science.run("load", "--json", *refusing)
         (record,) = json.loads(out)["drivers"]
         assert code == 1
         assert (record["status"], record["reason"]) == ("rejected", "extension-module")
@@ -141,10 +145,10 @@ def test_a_user_who_refuses_native_code_gets_the_numpy_driver_refused(
 
 @pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
 def test_a_numpy_pandas_and_scipy_driver_loads_verified_and_computes(
-    science: dict[str, Any], isolate: bool
+    science: ScienceScene, isolate: bool
 ) -> None:
     flags = ["--isolate"] if isolate else []
-    code, out, _ = run(science, "call", "solve", "--args", ARGS, "--json", *flags)
+    code, out, _ = science.run("call", "solve", "--args", ARGS, "--json", *flags)
     document = json.loads(out)
     records = document["load"]["drivers"]
     assert code == 0, [(r["status"], r["reason"], r["message"]) for r in records]
@@ -153,17 +157,17 @@ def test_a_numpy_pandas_and_scipy_driver_loads_verified_and_computes(
     assert document["response"]["tool_call_result"] == {"x": [0.8, 1.4], "mean": 1.1, "det": 5.0}
 
 
-def test_a_tampered_openblas_in_numpy_libs_is_refused_naming_it(science: dict[str, Any]) -> None:
-    site = science["venv"].site_packages
+def test_a_tampered_openblas_in_numpy_libs_is_refused_naming_it(science: ScienceScene) -> None:
+    site = science.venv.site_packages
     (openblas,) = (site / "numpy.libs").glob("libscipy_openblas*.so")
     genuine = openblas.read_bytes()
     # the same size, one byte changed: only its hash can tell
     openblas.write_bytes(genuine[:4096] + bytes([genuine[4096] ^ 0xFF]) + genuine[4097:])
     try:
-        code, out, _ = run(science, "verify", "--allow-extensions")
+        code, out, _ = science.run("verify", "--allow-extensions")
         assert code == 1
         assert f"numpy.libs/{openblas.name}" in out
-        code, out, _ = run(science, "load", "--allow-extensions", "--json")
+        code, out, _ = science.run("load", "--allow-extensions", "--json")
         (record,) = json.loads(out)["drivers"]
         assert (record["status"], record["reason"]) == ("rejected", "dependency-rejected")
         assert f"numpy.libs/{openblas.name} does not match its RECORD hash" in record["message"]
