@@ -19,12 +19,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -150,10 +152,26 @@ def main():
 """
 
 
+@dataclass(frozen=True)
+class OrphanScene(Scene):
+    """The registry that pins the spawner driver and server, and a configuration for each:
+    ``drivers`` (the driver alone) and ``servers`` (the server alone)."""
+
+    registry: Path
+    drivers: Path
+    servers: Path
+
+    @property
+    def state(self) -> Path:
+        """The host's state directory for every command here, started or run: the venv's,
+        where :meth:`Venv.run` puts it."""
+        return self.venv.path / "mcs-host-state"
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> OrphanScene:
     """A venv with ``mcs-host[mcp]``, the spawner driver and the spawner server, a registry
     that pins both, and a configuration for each (``drivers``, ``servers``)."""
     root = tmp_path_factory.mktemp("orphans")
@@ -194,13 +212,7 @@ def scene(
         f'registries = ["{registry}"]\nautoload = false\nnamespace = "always"\n'
         "[mcp_servers.spawnsrv]\n"
     )
-    return {
-        "venv": venv,
-        "root": root,
-        "registry": registry,
-        "drivers": drivers,
-        "servers": servers,
-    }
+    return OrphanScene(root=root, venv=venv, registry=registry, drivers=drivers, servers=servers)
 
 
 @pytest.fixture
@@ -245,33 +257,6 @@ def assert_gone(marker: str) -> None:
     assert wait_until(lambda: not daemons(marker)), f"a daemon outlived its host: {marker}"
 
 
-def environment(scene: dict[str, Any]) -> dict[str, str]:
-    venv: Venv = scene["venv"]
-    return {
-        "PATH": f"{venv.bin}:/usr/bin:/bin",
-        "MCS_HOST_STATE_DIR": str(venv.path / "mcs-host-state"),
-        "HOME": str(scene["root"]),
-    }
-
-
-def host(scene: dict[str, Any], *args: str | Path) -> subprocess.CompletedProcess[str]:
-    venv: Venv = scene["venv"]
-    return venv.run("mcs-host", *args, env={"HOME": str(scene["root"])})
-
-
-def start_host(scene: dict[str, Any], *args: str | Path) -> subprocess.Popen[bytes]:
-    """``mcs-host ARGS`` running, its output discarded."""
-    venv: Venv = scene["venv"]
-    return subprocess.Popen(
-        [str(venv.bin / "mcs-host"), *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=environment(scene),
-        cwd=scene["root"],
-    )
-
-
 def arguments(marker: str) -> str:
     return json.dumps({"marker": marker})
 
@@ -289,11 +274,11 @@ def started_by(done: subprocess.CompletedProcess[str]) -> dict[str, int]:
 
 @pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
 def test_a_daemon_a_driver_starts_is_ended_when_mcs_host_call_exits(
-    scene: dict[str, Any], marker: str, isolate: str
+    scene: OrphanScene, marker: str, isolate: str
 ) -> None:
-    done = host(
-        scene, "call", "spawner__daemon", "--args", arguments(marker),
-        "--config", scene["drivers"], isolate, "--json",
+    done = scene.host(
+        "call", "spawner__daemon", "--args", arguments(marker),
+        "--config", scene.drivers, isolate, "--json", home=scene.root,
     )  # fmt: skip
     started = started_by(done)
     assert_gone(marker)
@@ -303,21 +288,23 @@ def test_a_daemon_a_driver_starts_is_ended_when_mcs_host_call_exits(
 
 
 def test_a_daemon_an_isolated_driver_starts_is_ended_when_mcs_host_run_exits(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
     output = json.dumps({"tool": "spawner__daemon", "arguments": {"marker": marker}})
-    done = host(scene, "run", output, "--config", scene["drivers"], "--isolate", "--json")
+    done = scene.host(
+        "run", output, "--config", scene.drivers, "--isolate", "--json", home=scene.root
+    )
     started = started_by(done)
     assert_gone(marker)
     assert started["parent"] == started["host"]
 
 
 def test_a_daemon_an_mcp_server_starts_is_ended_when_mcs_host_call_exits(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
-    done = host(
-        scene, "call", "spawnsrv__daemon", "--args", arguments(marker),
-        "--config", scene["servers"], "--json",
+    done = scene.host(
+        "call", "spawnsrv__daemon", "--args", arguments(marker),
+        "--config", scene.servers, "--json", home=scene.root,
     )  # fmt: skip
     started = started_by(done)
     assert_gone(marker)
@@ -335,13 +322,15 @@ def test_a_daemon_an_mcp_server_starts_is_ended_when_mcs_host_call_exits(
     ],
 )
 def test_a_host_killed_mid_call_leaves_no_daemon_of_an_isolated_driver_or_server(
-    scene: dict[str, Any], marker: str, config: str, tool: str, isolate: str
+    scene: OrphanScene, marker: str, config: str, tool: str, isolate: str
 ) -> None:
     # SIGKILL: the host cannot act, its child host gets SIGTERM (PR_SET_PDEATHSIG) while
     # the tool is stuck, and ends what it started before it exits
-    process = start_host(
-        scene, "call", tool, "--args", arguments(marker), "--config", scene[config], isolate
-    )
+    configuration: Path = getattr(scene, config)
+    process = scene.start(
+        "call", tool, "--args", arguments(marker), "--config", configuration, isolate,
+        state=scene.state,
+    )  # fmt: skip
     try:
         assert wait_until(lambda: bool(daemons(marker)), 60), "the daemon never started"
         process.kill()
@@ -352,11 +341,11 @@ def test_a_host_killed_mid_call_leaves_no_daemon_of_an_isolated_driver_or_server
 
 
 def test_a_host_ended_by_sigterm_mid_call_leaves_no_daemon_of_an_in_process_driver(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
-    process = start_host(
-        scene, "call", "spawner__daemon_and_hang", "--args", arguments(marker),
-        "--config", scene["drivers"], "--no-isolate",
+    process = scene.start(
+        "call", "spawner__daemon_and_hang", "--args", arguments(marker),
+        "--config", scene.drivers, "--no-isolate", state=scene.state,
     )  # fmt: skip
     try:
         assert wait_until(lambda: bool(daemons(marker)), 60), "the daemon never started"
@@ -371,18 +360,17 @@ def test_a_host_ended_by_sigterm_mid_call_leaves_no_daemon_of_an_in_process_driv
 # -- mcs-host serve ----------------------------------------------------------------------------
 
 
-def serve(scene: dict[str, Any], calls: Any) -> dict[str, Any]:
+def serve(scene: OrphanScene, calls: Any) -> dict[str, Any]:
     """Run ``mcs-host serve --isolate`` for an MCP client, which makes ``calls(client,
     seen)`` and then closes the connection."""
     import anyio
     from mcp import Client, StdioServerParameters
 
-    venv: Venv = scene["venv"]
     server = StdioServerParameters(
-        command=str(venv.bin / "mcs-host"),
-        args=["serve", "--config", str(scene["drivers"]), "--isolate"],
-        env=environment(scene),
-        cwd=str(scene["root"]),
+        command=str(scene.venv.bin / "mcs-host"),
+        args=["serve", "--config", str(scene.drivers), "--isolate"],
+        env=scene.environment(state=scene.state),
+        cwd=str(scene.root),
     )
     seen: dict[str, Any] = {}
 
@@ -395,7 +383,7 @@ def serve(scene: dict[str, Any], calls: Any) -> dict[str, Any]:
 
 
 def test_a_daemon_an_isolated_driver_starts_is_ended_when_the_client_closes_serve(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
     async def calls(client: Any, seen: dict[str, Any]) -> None:
         result = await client.call_tool("spawner__daemon", {"marker": marker})
@@ -410,7 +398,7 @@ def test_a_daemon_an_isolated_driver_starts_is_ended_when_the_client_closes_serv
 
 
 def test_a_daemon_of_an_isolated_driver_killed_by_its_tool_is_ended_with_it(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
     # the child host dies of SIGKILL and cannot act: its daemon, handed to the host (a
     # subreaper too), is found by the mark it inherited and ended when the child's end is seen
@@ -428,7 +416,7 @@ def test_a_daemon_of_an_isolated_driver_killed_by_its_tool_is_ended_with_it(
 
 
 def test_a_daemon_of_an_isolated_driver_killed_by_its_tool_is_ended_by_the_restart(
-    scene: dict[str, Any], marker: str
+    scene: OrphanScene, marker: str
 ) -> None:
     async def calls(client: Any, seen: dict[str, Any]) -> None:
         result = await client.call_tool("spawner__daemon", {"marker": marker})
@@ -458,7 +446,7 @@ async def anyio_wait_until(predicate: Any, seconds: float = DEADLINE) -> bool:
 # -- an isolated driver's process, driven directly ---------------------------------------------
 
 
-def start_child(scene: dict[str, Any]) -> subprocess.Popen[bytes]:
+def start_child(scene: OrphanScene) -> subprocess.Popen[bytes]:
     """``python -I -m mcs_host serve --isolated spawner`` as a host starts it, with the
     configuration a host would write for it."""
     from mcs_host.bridge.isolation import CONFIG_VARIABLE
@@ -466,20 +454,19 @@ def start_child(scene: dict[str, Any]) -> subprocess.Popen[bytes]:
 
     child = HostConfig.model_validate(
         {
-            "registries": [str(scene["registry"])],
+            "registries": [str(scene.registry)],
             "drivers": {"spawner": {}},
             "autoload": False,
             "plugins": False,
         }
     )
-    venv: Venv = scene["venv"]
     return subprocess.Popen(
-        [str(venv.python), "-I", "-m", "mcs_host", "serve", "--isolated", "spawner"],
+        [str(scene.venv.python), "-I", "-m", "mcs_host", "serve", "--isolated", "spawner"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**environment(scene), CONFIG_VARIABLE: child.model_dump_json()},
-        cwd=scene["root"],
+        env={**scene.environment(state=scene.state), CONFIG_VARIABLE: child.model_dump_json()},
+        cwd=scene.root,
         start_new_session=True,
     )
 
@@ -492,7 +479,7 @@ def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT"])
 def test_an_isolated_driver_s_process_ends_its_daemon_however_it_is_ended_mid_call(
-    scene: dict[str, Any], marker: str, how: str
+    scene: OrphanScene, marker: str, how: str
 ) -> None:
     # its tool is stuck in a thread: the process still ends, and what it started first
     process = start_child(scene)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import anyio
 import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, free_port, uv_pip, wait_for_port
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -85,10 +87,25 @@ def mcs_host_consent(call):
 """
 
 
+@dataclass(frozen=True)
+class ServeScene(Scene):
+    """The scene's registry (the bundled drivers', the noisy driver's and the consent
+    plugin's pins) and the configuration that names it and mounts every driver."""
+
+    registry: Path
+    config: Path
+
+    def stdio(self, *args: str) -> StdioServerParameters:
+        """``mcs-host serve --config CONFIG ARGS`` as an MCP client starts it: in ``root``,
+        with :meth:`Scene.environment` as its whole environment."""
+        command = [str(self.venv.bin / "mcs-host"), "serve", "--config", str(self.config), *args]
+        return StdioServerParameters(
+            command=command[0], args=command[1:], env=self.environment(), cwd=str(self.root)
+        )
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> ServeScene:
     """A venv with ``mcs-host[mcp]``, the bundled drivers, a noisy driver and a consent
     plugin, all pinned by one registry."""
     root = tmp_path_factory.mktemp("serve")
@@ -135,24 +152,7 @@ def scene(
         f'[drivers.csv]\nsettings = {{ root = "{data}" }}\n\n'
         f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
     )
-    return {"venv": venv, "registry": registry, "config": config, "root": root}
-
-
-def environment(scene: dict[str, Any]) -> dict[str, str]:
-    venv: Venv = scene["venv"]
-    return {
-        "PATH": f"{venv.bin}:/usr/bin:/bin",
-        "MCS_HOST_STATE_DIR": str(scene["root"] / "state"),
-        "HOME": str(scene["root"]),
-    }
-
-
-def stdio(scene: dict[str, Any], *args: str) -> StdioServerParameters:
-    venv: Venv = scene["venv"]
-    command = [str(venv.bin / "mcs-host"), "serve", "--config", str(scene["config"]), *args]
-    return StdioServerParameters(
-        command=command[0], args=command[1:], env=environment(scene), cwd=str(scene["root"])
-    )
+    return ServeScene(root=root, venv=venv, registry=registry, config=config)
 
 
 def session(server: Any, work: Any) -> Any:
@@ -167,11 +167,11 @@ def text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-def test_stdio_lists_every_tool_with_its_schema_and_trust_facts(scene: dict[str, Any]) -> None:
+def test_stdio_lists_every_tool_with_its_schema_and_trust_facts(scene: ServeScene) -> None:
     async def work(client: Client) -> Any:
         return client.server_info, client.instructions, await client.list_tools()
 
-    info, instructions, listed = session(stdio(scene), work)
+    info, instructions, listed = session(scene.stdio(), work)
     assert info is not None
     assert info.name == "mcs-host"
     # the short system message of a client that calls tools natively: no schema again
@@ -196,12 +196,12 @@ def test_stdio_lists_every_tool_with_its_schema_and_trust_facts(scene: dict[str,
     [("text", "read_csv_head"), ("none", None), ("native", "Use the tools you are given")],
 )
 def test_the_instructions_are_the_text_protocol_or_none_when_asked(
-    scene: dict[str, Any], choice: str, says: str | None
+    scene: ServeScene, choice: str, says: str | None
 ) -> None:
     async def work(client: Client) -> Any:
         return client.instructions
 
-    instructions = session(stdio(scene, "--instructions", choice), work)
+    instructions = session(scene.stdio("--instructions", choice), work)
     if says is None:
         assert not instructions
     else:
@@ -210,22 +210,20 @@ def test_the_instructions_are_the_text_protocol_or_none_when_asked(
         assert '"summarize_column"' in (instructions or "")
 
 
-def test_serve_refuses_instructions_it_does_not_know(scene: dict[str, Any]) -> None:
-    venv: Venv = scene["venv"]
-    done = venv.run(
-        "mcs-host", "serve", "--config", scene["config"], "--instructions", "all",
-        env=environment(scene),
-    )  # fmt: skip
+def test_serve_refuses_instructions_it_does_not_know(scene: ServeScene) -> None:
+    done = scene.host(
+        "serve", "--config", scene.config, "--instructions", "all", env=scene.environment()
+    )
     assert done.returncode == 2
     assert "'all': give native, text or none" in done.stderr
 
 
-def broken_csv(scene: dict[str, Any], tmp_path: Path) -> Path:
+def broken_csv(scene: ServeScene, tmp_path: Path) -> Path:
     """The scene's configuration, with a setting the CSV driver's constructor rejects."""
     config = tmp_path / "mcs-host.toml"
-    data = scene["root"] / "data"
+    data = scene.root / "data"
     config.write_text(
-        f'registries = ["{scene["registry"]}"]\n\n'
+        f'registries = ["{scene.registry}"]\n\n'
         "[drivers.csv]\nsettings = { not_a_setting = 1 }\n\n"
         f'[drivers.files]\nsettings = {{ root = "{data}" }}\n'
     )
@@ -233,33 +231,31 @@ def broken_csv(scene: dict[str, Any], tmp_path: Path) -> Path:
 
 
 def test_serve_strict_does_not_serve_less_than_the_configuration_names(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServeScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
     config = broken_csv(scene, tmp_path)
     args = ("serve", "--strict", "--config", config)
-    done = venv.run("mcs-host", *args, env=environment(scene))
+    done = scene.host(*args, env=scene.environment())
     assert done.returncode == 1
     assert "error: csv: constructor-error:" in done.stderr
     assert done.stdout == ""  # no protocol: nothing was served
     # without --strict it serves files, and says csv is not served (tests/system/test_user_path.py)
     # the labels named are all it asks for: files mounts, and it serves
-    listed = session(stdio(scene, "files"), lambda client: client.list_tools())
+    listed = session(scene.stdio("files"), lambda client: client.list_tools())
     assert "read_file" in {t.name for t in listed.tools}
 
 
 def test_call_makes_its_call_and_exits_1_when_a_configured_driver_did_not_mount(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServeScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
     config = broken_csv(scene, tmp_path)
     args = ("call", "list_directory", "--args", '{"path": "."}', "--config", config)
-    done = venv.run("mcs-host", *args, env=environment(scene))
+    done = scene.host(*args, env=scene.environment())
     assert done.returncode == 1
     printed = done.stdout[done.stdout.index("{\n") :]  # after what the noisy driver printed
     assert json.loads(printed)["entries"][0]["path"] == "sales.csv"  # the call was made
     assert "error: csv: constructor-error:" in done.stderr
-    as_json = venv.run("mcs-host", *args, "--json", env=environment(scene))
+    as_json = scene.host(*args, "--json", env=scene.environment())
     document = json.loads(as_json.stdout)
     assert as_json.returncode == 1
     assert document["ok"] is False
@@ -267,7 +263,7 @@ def test_call_makes_its_call_and_exits_1_when_a_configured_driver_did_not_mount(
     assert [e.split(":")[0] for e in document["load"]["errors"]] == ["csv"]
 
 
-def test_stdio_calls_run_through_the_orchestrator(scene: dict[str, Any]) -> None:
+def test_stdio_calls_run_through_the_orchestrator(scene: ServeScene) -> None:
     async def work(client: Client) -> Any:
         return (
             await client.call_tool("read_csv_head", {"file": "sales.csv", "rows": 2}),
@@ -279,7 +275,7 @@ def test_stdio_calls_run_through_the_orchestrator(scene: dict[str, Any]) -> None
             await client.call_tool("shout", {}),  # the server is still there
         )
 
-    csv, files, shout, fail, invalid, refused, again = session(stdio(scene), work)
+    csv, files, shout, fail, invalid, refused, again = session(scene.stdio(), work)
     assert not csv.is_error
     assert csv.structured_content["columns"] == ["month", "units"]
     assert not files.is_error
@@ -294,7 +290,7 @@ def test_stdio_calls_run_through_the_orchestrator(scene: dict[str, Any]) -> None
     assert again.structured_content == {"said": "shout"}
 
 
-def test_a_cancelled_call_leaves_the_server_serving(scene: dict[str, Any]) -> None:
+def test_a_cancelled_call_leaves_the_server_serving(scene: ServeScene) -> None:
     async def work(client: Client) -> Any:
         with anyio.move_on_after(1):
             await client.call_tool("wait", {"seconds": 30})
@@ -302,47 +298,32 @@ def test_a_cancelled_call_leaves_the_server_serving(scene: dict[str, Any]) -> No
         after = await client.call_tool("shout", {})
         return after, time.monotonic() - started
 
-    after, seconds = session(stdio(scene), work)
+    after, seconds = session(scene.stdio(), work)
     assert after.structured_content == {"said": "shout"}
     assert seconds < 20  # not queued behind the cancelled call
 
 
-def test_serve_without_drivers_to_load_says_why_on_stderr(scene: dict[str, Any]) -> None:
-    venv: Venv = scene["venv"]
-    done = venv.run(
-        "mcs-host", "serve", "nothing-here", "--config", scene["config"], env=environment(scene)
-    )
+def test_serve_without_drivers_to_load_says_why_on_stderr(scene: ServeScene) -> None:
+    done = scene.host("serve", "nothing-here", "--config", scene.config, env=scene.environment())
     assert done.returncode == 1
     assert done.stdout == ""
     assert "nothing-here" in done.stderr
 
 
-def test_a_wrong_http_address_is_a_usage_error(scene: dict[str, Any]) -> None:
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", "serve", "--http", "localhost", env=environment(scene))
+def test_a_wrong_http_address_is_a_usage_error(scene: ServeScene) -> None:
+    done = scene.host("serve", "--http", "localhost", env=scene.environment())
     assert done.returncode == 2
     assert "give HOST:PORT or :PORT" in done.stderr
 
 
-def start_http(scene: dict[str, Any]) -> tuple[subprocess.Popen[str], int]:
+def start_http(scene: ServeScene) -> tuple[subprocess.Popen[str], int]:
     """``mcs-host serve --http`` on a free port of 127.0.0.1, once it listens."""
     port = free_port()
-    venv: Venv = scene["venv"]
-    command = [venv.bin / "mcs-host", "serve", "--config", scene["config"]]
-    process = subprocess.Popen(
-        [*map(str, command), "--http", f"127.0.0.1:{port}"],
-        env=environment(scene),
-        cwd=scene["root"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for_port(port, process)
-    return process, port
+    return start_serving(scene, port, "--http", f"127.0.0.1:{port}"), port
 
 
 @pytest.fixture
-def http_server(scene: dict[str, Any]) -> Iterator[str]:
+def http_server(scene: ServeScene) -> Iterator[str]:
     process, port = start_http(scene)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
@@ -370,7 +351,7 @@ USES_MCP_ID = "7c1f0000-0000-4000-8000-0000000000d4"
 
 
 def test_a_planted_mcp_package_is_the_hosts_only_under_serve(
-    tmp_path: Path, wheelhouse: Path, uv_cache: Path, scene: dict[str, Any]
+    tmp_path: Path, wheelhouse: Path, uv_cache: Path, scene: ServeScene
 ) -> None:
     # the mcp extra's requirements count as the host's only in `serve`, the command that
     # needs them: elsewhere a distribution named mcp, planted in site-packages, is nobody's
@@ -397,20 +378,21 @@ def test_a_planted_mcp_package_is_the_hosts_only_under_serve(
             )
         },
     )
-    env = {**environment(scene), "PATH": f"{venv.bin}:/usr/bin:/bin"}
+    other = replace(scene, venv=venv)  # the scene's HOME and state, the other venv's PATH
     for command in ("list", "verify", "load"):
-        done = venv.run("mcs-host", command, "--registry", registry, env=env)
+        done = other.host(command, "--registry", registry, env=other.environment())
     assert "import of 'mcp' refused" in done.stdout
     assert "is not part of the standard library or of mcs-host's own installation" in done.stdout
     assert not marker.exists()
 
 
-def start_stdio(scene: dict[str, Any]) -> subprocess.Popen[str]:
-    venv: Venv = scene["venv"]
+def start_stdio(scene: ServeScene) -> subprocess.Popen[str]:
+    """``mcs-host serve`` as :meth:`Scene.start` starts it, but with its stdin a pipe, once
+    it serves."""
     process = subprocess.Popen(
-        [str(venv.bin / "mcs-host"), "serve", "--config", str(scene["config"])],
-        env=environment(scene),
-        cwd=scene["root"],
+        [str(scene.venv.bin / "mcs-host"), "serve", "--config", str(scene.config)],
+        env=scene.environment(),
+        cwd=scene.root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -424,7 +406,7 @@ def start_stdio(scene: dict[str, Any]) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("how", ["client disconnects", "SIGTERM", "SIGINT"])
-def test_serve_on_stdio_ends_cleanly(scene: dict[str, Any], how: str) -> None:
+def test_serve_on_stdio_ends_cleanly(scene: ServeScene, how: str) -> None:
     import signal
 
     process = start_stdio(scene)
@@ -446,7 +428,7 @@ def test_serve_on_stdio_ends_cleanly(scene: dict[str, Any], how: str) -> None:
                 stream.close()
 
 
-def test_serve_on_http_ends_cleanly_on_sigterm(scene: dict[str, Any]) -> None:
+def test_serve_on_http_ends_cleanly_on_sigterm(scene: ServeScene) -> None:
     process, _ = start_http(scene)
     try:
         process.terminate()
@@ -465,15 +447,15 @@ ACCEPT = "application/json, text/event-stream"
 
 
 def start_serving(
-    scene: dict[str, Any], port: int, *args: str | Path, env: dict[str, str] | None = None
+    scene: ServeScene, port: int, *args: str | Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """``mcs-host serve --http ...`` with ``args``, once it listens on ``port``."""
-    venv: Venv = scene["venv"]
-    command = [venv.bin / "mcs-host", "serve", "--config", scene["config"], *args]
+    """``mcs-host serve --config CONFIG ARGS`` in ``root`` with :meth:`Scene.environment`
+    and ``env`` as its whole environment, once it listens on ``port``."""
+    command = [scene.venv.bin / "mcs-host", "serve", "--config", scene.config, *args]
     process = subprocess.Popen(
         [str(c) for c in command],
-        env={**environment(scene), **(env or {})},
-        cwd=scene["root"],
+        env={**scene.environment(), **(env or {})},
+        cwd=scene.root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -530,12 +512,11 @@ def mark(path: Path) -> dict[str, Any]:
 
 
 def test_serve_http_elsewhere_than_loopback_refuses_to_start_without_a_token(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServeScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
-    env = environment(scene)
-    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", "0.0.0.0:8765"]
-    done = venv.run(*serve, "--allowed-host", "mcs.example:8765", env=env)
+    env = scene.environment()
+    serve = ("serve", "--config", scene.config, "--http", "0.0.0.0:8765")
+    done = scene.host(*serve, "--allowed-host", "mcs.example:8765", env=env)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
@@ -545,27 +526,27 @@ def test_serve_http_elsewhere_than_loopback_refuses_to_start_without_a_token(
     empty = tmp_path / "token"
     empty.write_text(" \n")
     empty.chmod(0o600)
-    done = venv.run(*serve, "--allowed-host", "mcs.example:8765", "--token-file", empty, env=env)
+    done = scene.host(*serve, "--allowed-host", "mcs.example:8765", "--token-file", empty, env=env)
     assert done.returncode == 2
     assert done.stderr == f"error: {empty}: the token is empty\n"
     token = tmp_path / "good-token"
     token.write_text(TOKEN)
     token.chmod(0o600)
-    done = venv.run(*serve, "--token-file", token, env=env)  # who may it name as Host?
+    done = scene.host(*serve, "--token-file", token, env=env)  # who may it name as Host?
     assert done.returncode == 2
     assert "--allowed-host" in done.stderr
     assert TOKEN not in done.stderr
-    done = venv.run(*serve, "--allowed-host", "a b", "--token-file", token, env=env)
+    done = scene.host(*serve, "--allowed-host", "a b", "--token-file", token, env=env)
     assert done.returncode == 2
     assert "--allowed-host 'a b'" in done.stderr
-    stdio = ["mcs-host", "serve", "--config", scene["config"], "--no-auth"]
-    done = venv.run(*stdio, env=env)
+    stdio = ("serve", "--config", scene.config, "--no-auth")
+    done = scene.host(*stdio, env=env)
     assert done.returncode == 2
     assert "go with --http" in done.stderr
 
 
 def test_serve_http_elsewhere_than_loopback_admits_only_the_token_and_allowed_headers(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServeScene, tmp_path: Path
 ) -> None:
     port = free_port()
     token_file = tmp_path / "token"
@@ -658,7 +639,7 @@ def a_body_past_the_bound_is_refused(port: int) -> None:
     assert status.split()[1] == b"413"
 
 
-def test_serve_http_with_no_auth_starts_and_says_so(scene: dict[str, Any]) -> None:
+def test_serve_http_with_no_auth_starts_and_says_so(scene: ServeScene) -> None:
     port = free_port()
     process = start_serving(
         scene, port, "--http", f"0.0.0.0:{port}", "--allowed-host", f"127.0.0.1:{port}", "--no-auth"
@@ -672,7 +653,7 @@ def test_serve_http_with_no_auth_starts_and_says_so(scene: dict[str, Any]) -> No
     assert "serves without a token" in errors
 
 
-def test_a_token_on_loopback_is_required_there_too(scene: dict[str, Any]) -> None:
+def test_a_token_on_loopback_is_required_there_too(scene: ServeScene) -> None:
     port = free_port()
     process = start_serving(
         scene, port, "--http", f"127.0.0.1:{port}", env={"MCS_HOST_SERVE_TOKEN": TOKEN}
@@ -725,7 +706,7 @@ def below(pid: int) -> list[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/environ is Linux's")
 @pytest.mark.parametrize("fork_server", ["1", "0"])
 def test_the_environment_s_token_is_in_no_environment_proc_shows(
-    scene: dict[str, Any], fork_server: str
+    scene: ServeScene, fork_server: str
 ) -> None:
     # every driver isolated: children (and the fork server) that could read /proc/PPID/environ;
     # an isolated child's configuration (it may hold an MCP server's env secrets) neither
@@ -751,16 +732,15 @@ def test_the_environment_s_token_is_in_no_environment_proc_shows(
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX permissions")
 def test_a_token_file_others_may_use_is_refused_naming_the_fix(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServeScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     port = free_port()
-    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", f"127.0.0.1:{port}"]
+    serve = ("serve", "--config", scene.config, "--http", f"127.0.0.1:{port}")
     for mode in (0o644, 0o640, 0o604, 0o660):
         token_file.chmod(mode)
-        done = venv.run(*serve, "--token-file", token_file, env=environment(scene))
+        done = scene.host(*serve, "--token-file", token_file, env=scene.environment())
         assert done.returncode == 2, done.stderr
         assert done.stderr == (
             f"error: {token_file}: the token file is not yours alone: its mode is {mode:04o}, "
@@ -778,14 +758,13 @@ def test_a_token_file_others_may_use_is_refused_naming_the_fix(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
     reason="giving a file to another user takes root",
 )
-def test_a_token_file_another_user_owns_is_refused(scene: dict[str, Any], tmp_path: Path) -> None:
-    venv: Venv = scene["venv"]
+def test_a_token_file_another_user_owns_is_refused(scene: ServeScene, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o600)
     os.chown(token_file, 65534, 65534)  # nobody's
-    serve = ["mcs-host", "serve", "--config", scene["config"], "--http", "127.0.0.1:8765"]
-    done = venv.run(*serve, "--token-file", token_file, env=environment(scene))
+    serve = ("serve", "--config", scene.config, "--http", "127.0.0.1:8765")
+    done = scene.host(*serve, "--token-file", token_file, env=scene.environment())
     assert done.returncode == 2, done.stderr
     assert done.stderr == (
         f"error: {token_file}: the token file is not yours alone: it belongs to user 65534, "
