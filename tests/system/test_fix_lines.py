@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, pip
 from hostrun import driver_project, pin, write_registry
+from scenes import Scene
 
 from mcs_host._reasons import REASONS, is_command
 
@@ -124,10 +124,16 @@ def _native_library(root: Path) -> Project:
     return project
 
 
+@dataclass(frozen=True)
+class FixScene(Scene):
+    """The venv of :func:`scene`, the fixture ``wheels`` by key, and the run's ``wheelhouse``."""
+
+    wheels: Mapping[str, Path]
+    wheelhouse: Path
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> FixScene:
     """A venv with mcs-host[mcp] and pip, the fixture drivers, their libraries and the adder
     MCP server (a console script importing a library of its own), none of them pinned; the
     wheels built (``changed-b``: another build of changed-driver 1.0.0, one file changed)."""
@@ -164,7 +170,7 @@ def scene(
     wheels["changed-b"] = build_wheel(other.write(root / "src-b"), root / "wheels" / "changed-b")
     installed = [w for k, w in wheels.items() if k != "changed-b"]
     pip("install", "--no-index", "--no-deps", *map(str, installed), python=venv.python)
-    return {"venv": venv, "root": root, "wheels": wheels, "wheelhouse": wheelhouse}
+    return FixScene(root, venv, wheels, wheelhouse)
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,8 @@ class Place:
 
 
 def run(venv: Venv, place: Place, *command: str | Path) -> subprocess.CompletedProcess[str]:
+    """``command`` (mcs-host, or a fix line's through ``sh -c``) in ``venv`` as the user at
+    ``place`` runs it: the place's environment and working directory."""
     return venv.run(*command, env=place.env, cwd=place.cwd)
 
 
@@ -251,22 +259,20 @@ def driver_config(label: str) -> str:
 # -- the loops -----------------------------------------------------------------------------
 
 
-def test_an_unpinned_driver_calls_after_its_fix_line(scene: dict[str, Any], tmp_path: Path) -> None:
-    venv: Venv = scene["venv"]
+def test_an_unpinned_driver_calls_after_its_fix_line(scene: FixScene, tmp_path: Path) -> None:
+    venv = scene.venv
     place = Place.make(tmp_path, driver_config("plain"))
     followed = follow(venv, place, "mcs-host", "call", "ping", "--config", place.config)
     assert followed.prose is None
     assert followed.commands == (f"mcs-host lock plain --config {place.config}",)
 
 
-def test_an_unpinned_dependency_loads_after_its_fix_line(
-    scene: dict[str, Any], tmp_path: Path
-) -> None:
-    venv: Venv = scene["venv"]
+def test_an_unpinned_dependency_loads_after_its_fix_line(scene: FixScene, tmp_path: Path) -> None:
+    venv = scene.venv
     place = Place.make(tmp_path, driver_config("needy"))
     place.registry.parent.mkdir(parents=True)
     pinned = {"distribution": "needy-driver", "label": "needy", "object": "needy_driver:Driver"}
-    releases = {"releases": {"1.0.0": pin(scene["wheels"]["needy"])}}
+    releases = {"releases": {"1.0.0": pin(scene.wheels["needy"])}}
     write_registry(place.registry, {IDS["needy"]: {**pinned, **releases, "trust": "community"}})
     first = run(venv, place, "mcs-host", "call", "ping", "--config", place.config)
     assert "unverified-dependency: dependency helper-lib 1.0.0 is unverified" in first.stderr
@@ -276,9 +282,9 @@ def test_an_unpinned_dependency_loads_after_its_fix_line(
 
 
 def test_an_unpinned_mcp_server_and_its_own_dependency_load_after_one_fix_line(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     config = 'autoload = false\n[mcp_servers.adder]\ndistribution = "adder-server"\n'
     place = Place.make(tmp_path, config)
     followed = follow(venv, place, "mcs-host", "load", "--config", place.config)
@@ -292,28 +298,28 @@ def test_an_unpinned_mcp_server_and_its_own_dependency_load_after_one_fix_line(
 
 
 def test_another_build_of_a_pinned_version_loads_after_its_fix_line(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     place = Place.make(tmp_path, driver_config("changed"))
     command = ("mcs-host", "call", "ping", "--config", place.config)
     assert follow(venv, place, *command).commands  # pinned as installed
     # the driver changed after it was pinned: its files are another build of 1.0.0
     again = ("install", "--no-index", "--no-deps", "--force-reinstall")
-    pip(*again, str(scene["wheels"]["changed-b"]), python=venv.python)
+    pip(*again, str(scene.wheels["changed-b"]), python=venv.python)
     try:
         refused = run(venv, place, *command)
         assert "changed: digest-mismatch: " in refused.stderr
         followed = follow(venv, place, *command)
         assert followed.commands == (f"mcs-host lock changed --replace --config {place.config}",)
     finally:
-        pip(*again, str(scene["wheels"]["changed"]), python=venv.python)
+        pip(*again, str(scene.wheels["changed"]), python=venv.python)
 
 
 def test_a_missing_setting_is_said_in_words_and_then_the_call_succeeds(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     place = Place.make(tmp_path, driver_config("setting"))
     command = ("mcs-host", "call", "ping", "--config", place.config)
     followed = follow(venv, place, *command)
@@ -330,9 +336,9 @@ def test_a_missing_setting_is_said_in_words_and_then_the_call_succeeds(
 
 
 def test_native_code_in_a_dependency_loads_from_its_pin_and_a_refusing_policy_is_said_in_words(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     place = Place.make(tmp_path, driver_config("native"))
     command = ("mcs-host", "call", "ping", "--config", place.config)
     followed = follow(venv, place, *command)
@@ -352,10 +358,10 @@ def test_native_code_in_a_dependency_loads_from_its_pin_and_a_refusing_policy_is
 
 
 def test_an_editable_install_loads_after_its_fix_lines_build_its_wheel_and_pin_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
-    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(scene["wheelhouse"])}
+    venv = scene.venv
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(scene.wheelhouse)}
     place = Place.make(tmp_path, driver_config("edited"), **offline)
     project = _driver("edited-driver", "edited").write(tmp_path / "src")
     done = run(venv, place, "python", "-m", "pip", "install", "--no-deps", "-e", project)
@@ -374,14 +380,14 @@ def test_an_editable_install_loads_after_its_fix_lines_build_its_wheel_and_pin_i
 
 
 def test_the_mcp_extra_missing_from_a_wheel_install_is_installed_by_its_fix_line(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    wheelhouse: Path = scene["wheelhouse"]
+    wheelhouse = scene.wheelhouse
     (wheel,) = wheelhouse.glob("mcs_host-*.whl")
     venv = Venv.create(tmp_path / "venv")
     pip("install", "--no-index", "--find-links", str(wheelhouse), str(wheel), "pip",
         python=venv.python)  # fmt: skip
-    pip("install", "--no-index", "--no-deps", str(scene["wheels"]["plain"]), python=venv.python)
+    pip("install", "--no-index", "--no-deps", str(scene.wheels["plain"]), python=venv.python)
     assert venv.run("python", "-c", "import mcp").returncode == 1  # the control
     offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
     config = '[drivers.plain]\nisolation = "process"\n'  # isolated: it needs the extra
@@ -396,9 +402,9 @@ def test_the_mcp_extra_missing_from_a_wheel_install_is_installed_by_its_fix_line
 
 
 def test_the_install_hint_names_the_wheel_or_directory_mcs_host_came_from(
-    scene: dict[str, Any], tmp_path: Path
+    scene: FixScene, tmp_path: Path
 ) -> None:
-    wheelhouse: Path = scene["wheelhouse"]
+    wheelhouse = scene.wheelhouse
     (wheel,) = wheelhouse.glob("mcs_host-*.whl")
     hint = "from mcs_host._install_hint import extra_command; print(extra_command('attest'))"
     for source in (wheel, ROOT):

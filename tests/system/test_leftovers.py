@@ -16,12 +16,14 @@ import traceback
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 from mcs_host import (
     DriverMeta,
@@ -416,10 +418,19 @@ print(json.dumps(out))
 """
 
 
+@dataclass(frozen=True)
+class GrabbyScene(Scene):
+    """The venv of :func:`grabby`, the ``config`` that isolates the driver, and the caller
+    ``script`` (:data:`CALLER`)."""
+
+    config: Path
+    script: Path
+
+
 @pytest.fixture(scope="module")
 def grabby(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> GrabbyScene:
     """A venv with ``mcs-host[mcp]`` and the pinned grabby driver, isolated with limits on
     its memory and open files."""
     pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
@@ -450,18 +461,18 @@ def grabby(
     )
     script = root / "caller.py"
     script.write_text(CALLER)
-    return {"venv": venv, "config": config, "script": script, "root": root}
+    return GrabbyScene(root, venv, config, script)
 
 
-def call_in_one_host(grabby: dict[str, Any], names: list[str]) -> list[list[Any]]:
+def call_in_one_host(grabby: GrabbyScene, names: list[str]) -> list[list[Any]]:
     """The calls of ``names`` made one after the other by one host process (so to one child
     process of the driver): ``[failed, detail, result]`` each."""
-    done = grabby["venv"].run(
-        grabby["venv"].python,
-        grabby["script"],
-        grabby["config"],
+    done = grabby.venv.run(
+        grabby.venv.python,
+        grabby.script,
+        grabby.config,
         json.dumps(names),
-        env={"HOME": str(grabby["root"])},
+        env={"HOME": str(grabby.root)},
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -473,7 +484,7 @@ def call_in_one_host(grabby: dict[str, Any], names: list[str]) -> list[list[Any]
 @pytest.mark.venv
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="limits are POSIX setrlimit")
 def test_an_isolated_call_that_ran_out_of_memory_leaves_the_next_call_its_memory(
-    grabby: dict[str, Any],
+    grabby: GrabbyScene,
 ) -> None:
     first, hog, take, last = call_in_one_host(grabby, ["pid", "hog", "take", "pid"])
     assert isinstance(first[2], int)
@@ -487,7 +498,7 @@ def test_an_isolated_call_that_ran_out_of_memory_leaves_the_next_call_its_memory
 @pytest.mark.venv
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="limits are POSIX setrlimit")
 def test_an_isolated_call_that_ran_out_of_files_leaves_the_next_call_its_descriptors(
-    grabby: dict[str, Any],
+    grabby: GrabbyScene,
 ) -> None:
     first, hoard, opened, last = call_in_one_host(grabby, ["pid", "hoard", "open", "pid"])
     assert isinstance(first[2], int)
