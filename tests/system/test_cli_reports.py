@@ -18,6 +18,7 @@ import select
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
+from scenes import MarkedScene
 
 from mcs_host.cli.documents import DOCUMENTS
 from mcs_host.trust.registry import REGISTRY_FORMAT
@@ -81,10 +83,20 @@ def driver(name: str, label: str, tool: str, marker: Path, driver_id: str) -> Pr
     )
 
 
+@dataclass(frozen=True)
+class ReportScene(MarkedScene):
+    """The venv with the fixture drivers and plugin; ``full`` pins the pinned driver and the
+    plugin, ``bare`` only the driver; ``wheel`` is the pinned driver's."""
+
+    full: Path
+    bare: Path
+    wheel: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> ReportScene:
     """A venv with mcs-host, the bundled CSV driver, a driver the registry pins (``pinned``,
     trust ``verified``), one no registry knows (``loose``) and a host plugin (``audit``);
     ``full`` pins the driver and the plugin, ``bare`` only the driver."""
@@ -120,31 +132,17 @@ def scene(
     )
     full = write_registry(root / "full.json", {PINNED_ID: pinned, PLUGIN_ID: plugin})
     bare = write_registry(root / "bare.json", {PINNED_ID: pinned})
-    return {"venv": venv, "marker": marker, "full": full, "bare": bare, "wheel": wheels[0]}
-
-
-def mcs_host(
-    scene: dict[str, Any], state: Path, *args: str | Path, **env: str
-) -> subprocess.CompletedProcess[str]:
-    venv: Venv = scene["venv"]
-    return venv.run("mcs-host", *args, env={"MCS_HOST_STATE_DIR": str(state), **env})
-
-
-def ran(scene: dict[str, Any]) -> list[str]:
-    marker: Path = scene["marker"]
-    lines = marker.read_text().splitlines() if marker.exists() else []
-    marker.unlink(missing_ok=True)
-    return lines
+    return ReportScene(root=root, venv=venv, marker=marker, full=full, bare=bare, wheel=wheels[0])
 
 
 # -- --json: one document per command, as its published schema says ---------------------------
 
 
 def test_every_command_prints_one_document_its_published_schema_accepts(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
-    state, full = tmp_path / "state", str(scene["full"])
+    venv = scene.venv
+    state, full = tmp_path / "state", str(scene.full)
     key, project, added = tmp_path / "keys" / "k.pem", tmp_path / "approved", tmp_path / "add"
     project.mkdir()
     (project / "mcs-host.toml").write_text("healthcheck = true\n")
@@ -158,12 +156,12 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
         ("call", ["ping", "--registry", full], 0),
         ("run", ['{"tool": "ping", "arguments": {}}', "--registry", full], 0),
         ("tools", ["--registry", full], 0),
-        ("lock", ["--wheel", scene["wheel"], "--registry", tmp_path / "locked.json"], 0),
+        ("lock", ["--wheel", scene.wheel, "--registry", tmp_path / "locked.json"], 0),
         # installed already, from these very files: pinned, and a table written
         ("add", ["pinned-driver", "--registry", added / "r.json", "--config", added / "c.toml"], 0),
         ("keygen", [key], 0),
         ("public-key", [key], 0),
-        ("sign", [scene["wheel"], "--key", key, "--output", tmp_path / "signed.whl"], 0),
+        ("sign", [scene.wheel, "--key", key, "--output", tmp_path / "signed.whl"], 0),
         ("sign-registry", [tmp_path / "index.json", "--key", key, "--output", tmp_path / "e"], 0),
         ("allow", [project], 0),
         ("new", ["acme-json", "--dir", tmp_path], 0),
@@ -174,14 +172,14 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
     schemas = venv.site_packages / "mcs_host" / "schemas"  # as installed, not this checkout
     served = added / "served"
     served.mkdir(parents=True)
-    shutil.copy2(scene["wheel"], served / scene["wheel"].name)
+    shutil.copy2(scene.wheel, served / scene.wheel.name)
     for name, args, code in commands:
         with LocalIndex(served) if name == "add" else contextlib.nullcontext() as index:
             env = {}
             if index is not None:  # add's pip asks this index, and nothing else
                 env = {k: v for k, v in pip_env(index.url).items() if k.startswith("PIP_")}
                 env.update(PIP_FIND_LINKS="", HOME=str(added))
-            done = mcs_host(scene, state, name, *args, "--json", **env)
+            done = scene.host(name, *args, "--json", state=state, env=env)
         assert done.returncode == code, f"{name}: {done.stdout}{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
         document = json.loads(done.stdout)  # stdout holds the document and nothing else
@@ -189,7 +187,7 @@ def test_every_command_prints_one_document_its_published_schema_accepts(
         errors = [e.message for e in Draft202012Validator(schema).iter_errors(document)]
         assert errors == [], f"{name}: {errors}"
         assert document["schema"] == schema["$id"] == f"urn:mcs-host:cli:{name}:1"
-    ran(scene)
+    scene.ran()
 
 
 def test_a_document_with_a_key_its_schema_does_not_declare_is_refused() -> None:
@@ -215,9 +213,9 @@ def _columns(text: str, *wanted: str) -> dict[str, tuple[str, ...]]:
 
 
 def test_verification_and_trust_mean_the_same_in_list_verify_and_load(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
-    state, full = tmp_path / "state", str(scene["full"])
+    state, full = tmp_path / "state", str(scene.full)
     expected = {
         ("driver", "pinned"): ("pinned", "verified"),
         ("driver", "loose"): ("unverified", None),
@@ -229,9 +227,9 @@ def test_verification_and_trust_mean_the_same_in_list_verify_and_load(
         rows = [*document["drivers"], *document["plugins"]]
         return {(r["kind"], r["label"]): (r["verification"], r["trust"]) for r in rows}
 
-    listed = mcs_host(scene, state, "list", "--json", "--registry", full)
-    verified = mcs_host(scene, state, "verify", "--json", "--registry", full)
-    loaded = mcs_host(scene, state, "load", "--json", "--registry", full)
+    listed = scene.host("list", "--json", "--registry", full, state=state)
+    verified = scene.host("verify", "--json", "--registry", full, state=state)
+    loaded = scene.host("load", "--json", "--registry", full, state=state)
     assert decided(json.loads(listed.stdout)) == expected
     assert decided(json.loads(verified.stdout)) == expected
     mounts = json.loads(loaded.stdout)
@@ -245,7 +243,7 @@ def test_verification_and_trust_mean_the_same_in_list_verify_and_load(
     }
     # the tables print the same words under the same headers
     text = {
-        name: mcs_host(scene, state, name, "--registry", full).stdout
+        name: scene.host(name, "--registry", full, state=state).stdout
         for name in ("list", "verify", "load")
     }
     tables = {name: _columns(out, "VERIFICATION", "TRUST") for name, out in text.items()}
@@ -259,34 +257,34 @@ def test_verification_and_trust_mean_the_same_in_list_verify_and_load(
         }
     )
     assert _columns(text["list"], "KIND")["audit"] == ("plugin",)
-    assert ran(scene) == ["audit-plugin ran", "pinned-driver ran"] * 2  # the two loads
+    assert scene.ran() == ["audit-plugin ran", "pinned-driver ran"] * 2  # the two loads
 
 
 def test_a_host_plugin_no_registry_pins_is_shown_named_when_skipped_and_fatal_when_strict(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
-    state, bare = tmp_path / "state", str(scene["bare"])
-    ran(scene)
-    listed = mcs_host(scene, state, "list", "--registry", bare)
+    state, bare = tmp_path / "state", str(scene.bare)
+    scene.ran()
+    listed = scene.host("list", "--registry", bare, state=state)
     assert _columns(listed.stdout, "KIND", "VERIFICATION", "TRUST")["audit"] == (
         "plugin",
         "unverified",
         "-",
     )
-    verified = mcs_host(scene, state, "verify", "audit", "--registry", bare)
+    verified = scene.host("verify", "audit", "--registry", bare, state=state)
     assert verified.returncode == 1
     assert "audit: not-in-registry:" in verified.stdout
-    loaded = mcs_host(scene, state, "load", "--registry", bare)
+    loaded = scene.host("load", "--registry", bare, state=state)
     assert loaded.returncode == 0, loaded.stderr
     assert "audit: not-in-registry:" in loaded.stdout
-    called = mcs_host(scene, state, "call", "ping", "--registry", bare)
+    called = scene.host("call", "ping", "--registry", bare, state=state)
     assert called.returncode == 0, called.stderr
     assert "not mounted host plugin audit: not-in-registry:" in called.stderr
     for command in (["call", "ping"], ["run", '{"tool": "ping", "arguments": {}}']):
-        strict = mcs_host(scene, state, *command, "--registry", bare, "--strict")
+        strict = scene.host(*command, "--registry", bare, "--strict", state=state)
         assert (strict.returncode, strict.stdout) == (1, "")
         assert "error: host plugin audit: not-in-registry:" in strict.stderr
-    assert "audit-plugin ran" not in ran(scene)
+    assert "audit-plugin ran" not in scene.ran()
 
 
 # -- every refusal says what to do -------------------------------------------------------------
@@ -298,14 +296,14 @@ def _after(lines: list[str], start: str) -> str:
 
 
 def test_another_build_under_a_pinned_version_says_bump_or_replace_and_replace_works(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
-    ran(scene)
-    another = {**pin(scene["wheel"]), "digest": "sha256:" + "0" * 64}  # another build's pin
+    scene.ran()
+    another = {**pin(scene.wheel), "digest": "sha256:" + "0" * 64}  # another build's pin
     pinned = entry("pinned-driver", "pinned", "pinned_driver:Driver", releases={"1.0.0": another})
     registry = write_registry(tmp_path / "registry.json", {PINNED_ID: pinned})
-    verified = mcs_host(scene, state, "verify", "pinned", "--registry", registry)
+    verified = scene.host("verify", "pinned", "--registry", registry, state=state)
     assert verified.returncode == 1
     lines = verified.stdout.splitlines()
     fix = _after(lines, "pinned: digest-mismatch: pinned-driver 1.0.0: tree digest ")
@@ -314,32 +312,32 @@ def test_another_build_under_a_pinned_version_says_bump_or_replace_and_replace_w
         f"`mcs-host lock pinned --replace --registry {registry}`; "
     )
     document = json.loads(
-        mcs_host(scene, state, "verify", "pinned", "--json", "--registry", registry).stdout
+        scene.host("verify", "pinned", "--json", "--registry", registry, state=state).stdout
     )
     (row,) = document["drivers"]
     assert row["reason"] == "digest-mismatch"
     assert row["fix"] == fix.removeprefix("  fix: ")
     # the fix does what it says: lock refuses to re-pin the version without --replace
-    refused = mcs_host(scene, state, "lock", "pinned", "--registry", registry)
+    refused = scene.host("lock", "pinned", "--registry", registry, state=state)
     assert refused.returncode == 2
     assert "pinned-driver 1.0.0 is already pinned as sha256:000" in refused.stderr
     command = shlex.split(fix.split("`")[1])  # the fix's one command, run as printed
     assert command[:2] == ["mcs-host", "lock"]
-    replaced = mcs_host(scene, state, *command[1:])
+    replaced = scene.host(*command[1:], state=state)
     assert replaced.returncode == 0, replaced.stderr
-    again = mcs_host(scene, state, "verify", "pinned", "--registry", registry)
+    again = scene.host("verify", "pinned", "--registry", registry, state=state)
     assert again.returncode == 0, again.stdout
     assert "pinned: pinned: matches the pin for 1.0.0" in again.stdout.splitlines()
     assert "fix:" not in again.stdout
-    assert ran(scene) == []  # verify and lock import nothing
+    assert scene.ran() == []  # verify and lock import nothing
 
 
 def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
     state, registry = tmp_path / "state", tmp_path / "registry.json"
-    registry.write_text(scene["bare"].read_text())
-    loaded = mcs_host(scene, state, "load", "loose", "--registry", registry)
+    registry.write_text(scene.bare.read_text())
+    loaded = scene.host("load", "loose", "--registry", registry, state=state)
     assert loaded.returncode == 1
     fix = _after(loaded.stdout.splitlines(), "loose: not-in-registry: no registry knows ")
     assert fix == (
@@ -347,55 +345,55 @@ def test_a_driver_no_registry_knows_says_lock_it_by_label_in_load_and_call(
         f"`mcs-host lock loose --registry {registry}`; `--allow-unverified` (a driver alone: "
         "`allow_unverified = true` in its table) runs it unpinned, for development only"
     )
-    document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
+    document = json.loads(scene.host("load", "--json", "--registry", registry, state=state).stdout)
     fixes = {d["label"]: d["fix"] for d in [*document["drivers"], *document["plugins"]]}
     assert fixes["loose"] == fix.removeprefix("  fix: ")
     assert fixes["pinned"] is None  # mounted: nothing to do
     # a host plugin: only by name
     assert f"`mcs-host lock --plugin audit --registry {registry}`" in fixes["audit"]
-    called = mcs_host(scene, state, "call", "ping", "--registry", registry)
+    called = scene.host("call", "ping", "--registry", registry, state=state)
     assert called.returncode == 0, called.stderr
     assert _after(called.stderr.splitlines(), "not mounted loose: not-in-registry: ") == fix
     # doing what it says, as printed, mounts it
     command = shlex.split(fix.split("`")[1])
     assert command[:2] == ["mcs-host", "lock"]
-    locked = mcs_host(scene, state, *command[1:])
+    locked = scene.host(*command[1:], state=state)
     assert locked.returncode == 0, locked.stderr
-    loaded = mcs_host(scene, state, "load", "loose", "--registry", registry)
+    loaded = scene.host("load", "loose", "--registry", registry, state=state)
     assert loaded.returncode == 0, loaded.stdout
     assert _columns(loaded.stdout, "STATUS", "VERIFICATION")["loose"] == ("mounted", "pinned")
     assert "mcs-host lock loose" not in loaded.stdout
     # a host plugin's label alone pins nothing: lock names the option that does, which works
-    refused = mcs_host(scene, state, "lock", "audit", "--registry", registry)
+    refused = scene.host("lock", "audit", "--registry", registry, state=state)
     assert refused.returncode == 2
     printed = f"mcs-host lock --plugin audit --registry {registry}"
     assert f"`{printed}`" in refused.stderr
     # the plugin ships no mcs-driver.json: lock keys its entry by distribution and label
-    locked = mcs_host(scene, state, *shlex.split(printed)[1:])
+    locked = scene.host(*shlex.split(printed)[1:], state=state)
     assert locked.returncode == 0, locked.stderr
     entry = json.loads(Path(registry).read_text())["drivers"]["audit-plugin:plugin:audit"]
     assert (entry["distribution"], entry["label"]) == ("audit-plugin", "audit")
-    again = mcs_host(scene, state, *shlex.split(printed)[1:])  # the same entry, not another
+    again = scene.host(*shlex.split(printed)[1:], state=state)  # the same entry, not another
     assert again.returncode == 0, again.stderr
     keys = json.loads(Path(registry).read_text())["drivers"]
     assert [k for k, e in keys.items() if e["label"] == "audit"] == ["audit-plugin:plugin:audit"]
-    document = json.loads(mcs_host(scene, state, "load", "--json", "--registry", registry).stdout)
+    document = json.loads(scene.host("load", "--json", "--registry", registry, state=state).stdout)
     assert [(p["label"], p["status"]) for p in document["plugins"]] == [("audit", "mounted")]
-    ran(scene)
+    scene.ran()
 
 
 def test_lock_of_a_driver_its_manifest_does_not_name_says_so_and_what_to_add(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
     """A class added to a distribution whose mcs-driver.json names only the old one: lock
     names the manifest and what it lacks, not a manifest that is not shipped."""
     project = driver_project(
-        "grown-driver", scene["marker"], "7c1f0000-0000-4000-8000-0000000000c4",
+        "grown-driver", scene.marker, "7c1f0000-0000-4000-8000-0000000000c4",
         label="newer", entry_point="grown_driver:NewDriver",
     )  # fmt: skip
     wheel = build_wheel(project.write(tmp_path / "src"), tmp_path / "wheels")
-    done = mcs_host(
-        scene, tmp_path / "state", "lock", "--wheel", wheel, "--registry", tmp_path / "r.json"
+    done = scene.host(
+        "lock", "--wheel", wheel, "--registry", tmp_path / "r.json", state=tmp_path / "state"
     )
     assert done.returncode == 2
     assert "ships no" not in done.stderr
@@ -410,12 +408,10 @@ def test_lock_of_a_driver_its_manifest_does_not_name_says_so_and_what_to_add(
 # -- progress and colour: on a terminal, and only there ------------------------------------------
 
 
-def on_terminal(
-    scene: dict[str, Any], state: Path, *args: str | Path, **env: str
-) -> tuple[int, str]:
+def on_terminal(scene: ReportScene, state: Path, *args: str | Path, **env: str) -> tuple[int, str]:
     """Run the console script with stdout and stderr on a pseudo-terminal; its exit code and
     everything it wrote there."""
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     leader, follower = pty.openpty()
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("MCS_HOST_", "PYTHON"))}
     environment.pop("NO_COLOR", None)
@@ -451,8 +447,8 @@ GREEN_PINNED = "\x1b[32mpinned\x1b[0m"
 PROGRESS = re.compile(r"\r\x1b\[K\[(\d+)/(\d+)\] (verifying|loading|hashing) ")
 
 
-def test_progress_and_colour_show_on_a_terminal_only(scene: dict[str, Any], tmp_path: Path) -> None:
-    state, full = tmp_path / "state", str(scene["full"])
+def test_progress_and_colour_show_on_a_terminal_only(scene: ReportScene, tmp_path: Path) -> None:
+    state, full = tmp_path / "state", str(scene.full)
     code, screen = on_terminal(scene, state, "verify", "--registry", full)
     assert code == 1
     steps = PROGRESS.findall(screen)
@@ -480,10 +476,10 @@ def test_progress_and_colour_show_on_a_terminal_only(scene: dict[str, Any], tmp_
     assert "\x1b" not in screen
     assert json.loads(screen)["schema"] == "urn:mcs-host:cli:verify:1"
     # piped: neither; FORCE_COLOR colours piped output
-    piped = mcs_host(scene, state, "verify", "--registry", full)
+    piped = scene.host("verify", "--registry", full, state=state)
     assert "\x1b" not in piped.stdout + piped.stderr
     assert "\r" not in piped.stdout + piped.stderr
-    forced = mcs_host(scene, state, "verify", "--registry", full, FORCE_COLOR="1")
+    forced = scene.host("verify", "--registry", full, state=state, env={"FORCE_COLOR": "1"})
     assert GREEN_PINNED in forced.stdout
     assert not PROGRESS.search(forced.stderr)  # progress needs a terminal, whatever the colour
     # lock counts the releases it hashes
@@ -495,10 +491,10 @@ def test_progress_and_colour_show_on_a_terminal_only(scene: dict[str, Any], tmp_
         ("1", "2", "hashing"),
         ("2", "2", "hashing"),
     ]
-    ran(scene)
+    scene.ran()
 
 
-def test_an_error_on_a_terminal_is_one_red_line(scene: dict[str, Any], tmp_path: Path) -> None:
+def test_an_error_on_a_terminal_is_one_red_line(scene: ReportScene, tmp_path: Path) -> None:
     code, screen = on_terminal(scene, tmp_path, "verify", "--registry", tmp_path / "missing.json")
     assert code == 2
     assert (
@@ -518,9 +514,9 @@ print(done.returncode, peak, done.stdout, sep="\\n", end="")
 
 
 def test_summarize_column_of_a_60_mb_csv_runs_in_memory_that_does_not_grow_with_the_file(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ReportScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     data = tmp_path / "data"
     data.mkdir()
     block = "".join(f"{i},region-{i % 7},{i % 1000}.25,note number {i}\n" for i in range(20000))
@@ -552,7 +548,7 @@ def test_summarize_column_of_a_60_mb_csv_runs_in_memory_that_does_not_grow_with_
     assert small_result["count"] < rows / 9
     # ten times the file, the same memory: within 16 MiB, far below the 60 MB read
     assert large_peak - small_peak < 16 * 1024, (small_peak, large_peak)
-    ran(scene)
+    scene.ran()
 
 
 # -- the shared options: each command takes its own, and each reaches the configuration ---------
