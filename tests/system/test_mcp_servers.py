@@ -11,12 +11,14 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, free_port, pip, uv_pip, wait_for_port
 from hostrun import entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -68,10 +70,21 @@ APPROVE_ID = "7c1f0000-0000-4000-8000-0000000000f1"
 PLANTED = "#!/bin/sh\necho planted > {marker}\n"
 
 
+@dataclass(frozen=True)
+class ServersScene(Scene):
+    """The registry that pins the adder-server and vouches for it (``adder``, ``script``)
+    and for ``url``, where it serves over HTTP; and the wheel of a consent plugin that
+    approves its calls, built but not installed."""
+
+    registry: Path
+    url: str
+    plugin: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ServersScene]:
     """A venv with ``mcs-host[mcp]`` and the adder-server distribution (its console script
     serves the adder over stdio, or HTTP given a port), a registry that pins it and vouches
     for it and for the same server reached over HTTP, and that server running."""
@@ -120,31 +133,25 @@ def scene(
     )
     try:
         wait_for_port(port, http)
-        yield {"venv": venv, "registry": registry, "root": root, "url": url, "plugin": plugin}
+        yield ServersScene(root=root, venv=venv, registry=registry, url=url, plugin=plugin)
     finally:
         http.terminate()
         http.wait(30)
 
 
-def config(scene: dict[str, Any], directory: Path, text: str = "") -> Path:
+def config(scene: ServersScene, directory: Path, text: str = "") -> Path:
     path = directory / "mcs-host.toml"
-    path.write_text(f'registries = ["{scene["registry"]}"]\nautoload = false\n{text}')
+    path.write_text(f'registries = ["{scene.registry}"]\nautoload = false\n{text}')
     return path
 
 
-def host(scene: dict[str, Any], *args: str | Path, path: str | None = None) -> Any:
-    venv: Venv = scene["venv"]
-    env = {"HOME": str(scene["root"])}
-    if path is not None:
-        env["PATH"] = path
-    return venv.run("mcs-host", *args, env=env)
-
-
 def test_a_pinned_distribution_s_console_script_is_mounted_and_called(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
-    done = host(scene, "call", "add", "--args", '{"a": 20, "b": 22}', "--config", cfg, "--json")
+    done = scene.host(
+        "call", "add", "--args", '{"a": 20, "b": 22}', "--config", cfg, "--json", home=scene.root
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["response"]["tool_call_result"] == 42
@@ -159,14 +166,16 @@ def test_a_pinned_distribution_s_console_script_is_mounted_and_called(
 
 
 def test_a_command_in_the_mcp_servers_form_is_registered_when_the_registry_names_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     # command and args as a client's mcpServers entry has them
     cfg = config(
         scene, tmp_path, f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
     )
-    done = host(scene, "call", "add", "--args", '{"a": 4, "b": 5}', "--config", cfg, "--json")
+    done = scene.host(
+        "call", "add", "--args", '{"a": 4, "b": 5}', "--config", cfg, "--json", home=scene.root
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["response"]["tool_call_result"] == 9
@@ -177,14 +186,12 @@ def test_a_command_in_the_mcp_servers_form_is_registered_when_the_registry_names
         tmp_path,
         f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\nargs = ["9999"]\n',
     )
-    done = host(scene, "load", "--config", extra)
+    done = scene.host("load", "--config", extra, home=scene.root)
     line = next(x for x in done.stdout.splitlines() if x.startswith("script:"))
     assert "not-in-registry" in line  # another command line than the registry's
 
 
-def test_the_console_script_is_never_looked_up_on_path(
-    scene: dict[str, Any], tmp_path: Path
-) -> None:
+def test_the_console_script_is_never_looked_up_on_path(scene: ServersScene, tmp_path: Path) -> None:
     # an executable named like the console script, first on PATH, is not what starts
     marker = tmp_path / "planted-ran.txt"
     planted = tmp_path / "bin"
@@ -192,26 +199,27 @@ def test_the_console_script_is_never_looked_up_on_path(
     (planted / "adder-server").write_text(PLANTED.format(marker=marker))
     (planted / "adder-server").chmod(0o755)
     cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
-    venv: Venv = scene["venv"]
-    path = f"{planted}:{venv.bin}:/usr/bin:/bin"
-    done = host(scene, "call", "add", "--args", '{"a": 1, "b": 2}', "--config", cfg, path=path)
+    path = f"{planted}:{scene.venv.bin}:/usr/bin:/bin"
+    done = scene.host(
+        "call", "add", "--args", '{"a": 1, "b": 2}', "--config", cfg,
+        home=scene.root, env={"PATH": path},
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert not marker.exists()
 
 
-def test_a_tampered_server_distribution_never_starts(scene: dict[str, Any], tmp_path: Path) -> None:
+def test_a_tampered_server_distribution_never_starts(scene: ServersScene, tmp_path: Path) -> None:
     marker = tmp_path / "tampered-ran.txt"
     venv = Venv.create(tmp_path / "venv")
-    scene_venv: Venv = scene["venv"]
     # the same installation, copied, with the server's module changed after the pin
-    subprocess.run(["cp", "-a", f"{scene_venv.path}/.", str(venv.path)], check=True)
+    subprocess.run(["cp", "-a", f"{scene.venv.path}/.", str(venv.path)], check=True)
     site = next(venv.path.glob("lib/python*/site-packages"))
     module = site / "adder_server" / "__init__.py"
     module.write_text(f"open({str(marker)!r}, 'w').write('ran')\n" + module.read_text())
     cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
     python = venv.path / "bin" / "python"
     done = venv.run(
-        python, "-m", "mcs_host", "load", "--config", cfg, env={"HOME": str(scene["root"])}
+        python, "-m", "mcs_host", "load", "--config", cfg, env={"HOME": str(scene.root)}
     )
     line = next(x for x in done.stdout.splitlines() if x.startswith("adder:"))
     assert "file-modified" in line
@@ -220,10 +228,12 @@ def test_a_tampered_server_distribution_never_starts(scene: dict[str, Any], tmp_
 
 
 def test_a_remote_server_is_pinned_by_url_labelled_remote_and_asks_consent(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     cfg = config(scene, tmp_path, "[mcp_servers.remote]\n")
-    done = host(scene, "call", "add", "--args", '{"a": 2, "b": 3}', "--config", cfg, "--json")
+    done = scene.host(
+        "call", "add", "--args", '{"a": 2, "b": 3}', "--config", cfg, "--json", home=scene.root
+    )
     assert done.returncode == 1
     document = json.loads(done.stdout)
     (mount,) = document["load"]["drivers"]
@@ -237,35 +247,36 @@ def test_a_remote_server_is_pinned_by_url_labelled_remote_and_asks_consent(
     assert 'unless its registry entry says "consent": false' in detail
     # the configuration cannot waive what the registry asks for
     waived = config(scene, tmp_path, "[mcp_servers.remote]\nconsent = false\n")
-    done = host(scene, "call", "add", "--args", '{"a": 2, "b": 3}', "--config", waived, "--json")
+    done = scene.host(
+        "call", "add", "--args", '{"a": 2, "b": 3}', "--config", waived, "--json", home=scene.root
+    )
     assert done.returncode == 1
     assert "needs approval" in json.loads(done.stdout)["response"]["call_detail"]
     # a consent plugin that approves it: the call goes through
     venv = Venv.create(tmp_path / "venv")
-    scene_venv: Venv = scene["venv"]
-    subprocess.run(["cp", "-a", f"{scene_venv.path}/.", str(venv.path)], check=True)
+    subprocess.run(["cp", "-a", f"{scene.venv.path}/.", str(venv.path)], check=True)
     python = venv.path / "bin" / "python"  # the copy's: its scripts would run the original's
-    uv_pip("install", "--no-index", "--no-deps", str(scene["plugin"]), python=python)
+    uv_pip("install", "--no-index", "--no-deps", str(scene.plugin), python=python)
     done = venv.run(
         python, "-m", "mcs_host", "call", "add", "--args", '{"a": 2, "b": 3}',
-        "--config", cfg, "--json", env={"HOME": str(scene["root"])},
+        "--config", cfg, "--json", env={"HOME": str(scene.root)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["response"]["tool_call_result"] == 5
 
 
 def test_a_url_the_registry_does_not_vouch_for_is_refused(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
-    other = scene["url"].replace("/mcp", "/other")
+    other = scene.url.replace("/mcp", "/other")
     cfg = config(scene, tmp_path, f'[mcp_servers.remote]\nurl = "{other}"\n')
-    done = host(scene, "load", "--config", cfg)
+    done = scene.host("load", "--config", cfg, home=scene.root)
     line = next(x for x in done.stdout.splitlines() if x.startswith("remote:"))
     assert f"no registry vouches for '{other}' under the label 'remote'" in line
-    verified = host(scene, "verify", "--config", cfg)
+    verified = scene.host("verify", "--config", cfg, home=scene.root)
     assert verified.returncode == 1
     assert "0 of 1 MCP servers may start." in verified.stdout
-    listed = host(scene, "list", "--config", cfg, "--json")
+    listed = scene.host("list", "--config", cfg, "--json", home=scene.root)
     (server,) = json.loads(listed.stdout)["servers"]
     assert (server["label"], server["verification"], server["allowed"]) == (
         "remote",
@@ -275,7 +286,7 @@ def test_a_url_the_registry_does_not_vouch_for_is_refused(
 
 
 def test_a_project_configuration_may_not_declare_servers(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     # an mcs-host.toml in the working directory, not approved, declares a command: ignored
     marker = tmp_path / "project-ran.txt"
@@ -285,8 +296,7 @@ def test_a_project_configuration_may_not_declare_servers(
         "autoload = false\n[trust]\nallow_unverified = true\n"
         f'[mcp_servers.evil]\ncommand = ["sh", "-c", "echo ran > {marker}"]\n'
     )
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", "load", env={"HOME": str(scene["root"])}, cwd=project)
+    done = scene.host("load", home=scene.root, cwd=project)
     assert "ignored mcp_servers" in done.stderr
     assert "evil" not in done.stdout
     assert not marker.exists()
@@ -296,17 +306,17 @@ def test_a_project_configuration_may_not_declare_servers(
 # -- a server's process runs only verified bytes ---------------------------------------------
 
 
-def copy_of(scene: dict[str, Any], directory: Path) -> Venv:
+def copy_of(scene: ServersScene, directory: Path) -> Venv:
     """A copy of the scene's venv to tamper with (its own python: the scripts would run the
     original's)."""
     venv = Venv.create(directory)
-    subprocess.run(["cp", "-a", f"{scene['venv'].path}/.", str(venv.path)], check=True)
+    subprocess.run(["cp", "-a", f"{scene.venv.path}/.", str(venv.path)], check=True)
     return venv
 
 
-def copied_host(venv: Venv, scene: dict[str, Any], *args: str | Path) -> Any:
+def copied_host(venv: Venv, scene: ServersScene, *args: str | Path) -> Any:
     return venv.run(
-        venv.path / "bin" / "python", "-m", "mcs_host", *args, env={"HOME": str(scene["root"])}
+        venv.path / "bin" / "python", "-m", "mcs_host", *args, env={"HOME": str(scene.root)}
     )
 
 
@@ -316,7 +326,7 @@ def plant(path: Path, marker: Path, name: str) -> None:
 
 
 def test_a_server_s_process_imports_only_verified_bytes_whatever_is_planted(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     from test_gate import PROBED
 
@@ -376,7 +386,7 @@ print(json.dumps(said))
 
 
 def test_a_server_restarted_after_its_files_changed_is_refused(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     marker = tmp_path / "restarted-ran.txt"
     venv = copy_of(scene, tmp_path / "venv")
@@ -384,7 +394,7 @@ def test_a_server_restarted_after_its_files_changed_is_refused(
     cfg = config(scene, tmp_path, "[mcp_servers.adder]\n")
     done = venv.run(
         venv.path / "bin" / "python", "-c", RESTART, cfg, module, marker,
-        env={"HOME": str(scene["root"])},
+        env={"HOME": str(scene.root)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)
@@ -396,7 +406,7 @@ def test_a_server_restarted_after_its_files_changed_is_refused(
 
 
 def test_what_a_server_imports_from_another_distribution_must_be_verified(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     marker = tmp_path / "helper-ran.txt"
     venv = copy_of(scene, tmp_path / "venv")
@@ -419,14 +429,14 @@ def test_what_a_server_imports_from_another_distribution_must_be_verified(
 
 
 def test_a_server_on_the_path_given_runs_from_there_and_nothing_shadows_it(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
     marker = tmp_path / "shadow-ran.txt"
     venv = copy_of(scene, tmp_path / "venv")
     python = venv.path / "bin" / "python"
     # --path DIR holds the released server; site-packages holds a changed copy of it
     target = tmp_path / "target"
-    wheel = next((scene["root"] / "wheels").glob("adder_server-*.whl"))
+    wheel = next((scene.root / "wheels").glob("adder_server-*.whl"))
     pip("install", "--no-index", "--no-deps", "--target", str(target), str(wheel), python=python)
     module = next(venv.path.glob("lib/python*/site-packages")) / "adder_server" / "__init__.py"
     module.write_text(f"open({str(marker)!r}, 'w').write('ran')\n" + module.read_text())
@@ -444,12 +454,13 @@ def test_a_server_on_the_path_given_runs_from_there_and_nothing_shadows_it(
 
 
 def test_verify_passes_a_pinned_server_and_not_a_command_it_cannot_check(
-    scene: dict[str, Any], tmp_path: Path
+    scene: ServersScene, tmp_path: Path
 ) -> None:
-    pinned = host(scene, "verify", "--config", config(scene, tmp_path, "[mcp_servers.adder]\n"))
+    pinned = scene.host(
+        "verify", "--config", config(scene, tmp_path, "[mcp_servers.adder]\n"), home=scene.root
+    )
     assert pinned.returncode == 0, pinned.stdout + pinned.stderr
-    venv: Venv = scene["venv"]
-    script = f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
-    command = host(scene, "verify", "--config", config(scene, tmp_path, script))
+    script = f'[mcp_servers.script]\ncommand = "{scene.venv.bin / "adder-server"}"\n'
+    command = scene.host("verify", "--config", config(scene, tmp_path, script), home=scene.root)
     assert command.returncode == 1, command.stdout
     assert "what it runs is not checked" in command.stdout

@@ -14,13 +14,15 @@ import os
 import select
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Project, Venv, build_wheel, free_port, uv_pip
 from hostrun import driver_project, pin, write_registry
+from scenes import Scene
 
 from mcs_host.trust.registry import Registry
 
@@ -48,10 +50,29 @@ ALPHA_ID = "7c1f0000-0000-4000-8000-0000000000a1"
 BETA_ID = "7c1f0000-0000-4000-8000-0000000000b2"
 
 
+@dataclass(frozen=True)
+class TrustScene(Scene):
+    """The adder-server's wheel (``server``) and the marker file each driver no registry
+    knows writes when imported (``markers``, by name: ``alpha``, ``beta``)."""
+
+    server: Path
+    markers: Mapping[str, Path]
+
+    def as_user(
+        self, home: Path, *args: str | Path, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``mcs-host ARGS`` run by :meth:`Scene.host` as the user whose HOME is ``home``
+        (see :func:`environment`)."""
+        return self.host(*args, env=environment(home), cwd=cwd)
+
+    def load(self, home: Path, *args: str | Path) -> dict[str, Any]:
+        """``load --json``'s mounts by label."""
+        done = self.as_user(home, "load", "--json", *args)
+        return {mount["label"]: mount for mount in json.loads(done.stdout)["drivers"]}
+
+
 @pytest.fixture(scope="module")
-def scene(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> TrustScene:
     """A venv with ``mcs-host[mcp]``, the adder-server distribution (its console script
     serves the adder over stdio) and two drivers no registry knows, each of which writes its
     own marker file when imported."""
@@ -74,7 +95,7 @@ def scene(
         ),
     ]  # fmt: skip
     uv_pip("install", "--no-index", "--no-deps", *map(str, wheels), python=venv.python)
-    return {"venv": venv, "root": root, "server": wheels[0], "markers": markers}
+    return TrustScene(root=root, venv=venv, server=wheels[0], markers=markers)
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -82,43 +103,32 @@ def environment(home: Path) -> dict[str, str]:
     return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
 
 
-def host(scene: dict[str, Any], home: Path, *args: str | Path, cwd: Path | None = None) -> Any:
-    venv: Venv = scene["venv"]
-    return venv.run("mcs-host", *args, env=environment(home), cwd=cwd)
-
-
 def user_registry(home: Path) -> Registry:
     path = home / ".config" / "mcs-host" / "registry.json"
     return Registry.model_validate_json(path.read_text("utf-8"))
-
-
-def load(scene: dict[str, Any], home: Path, *args: str | Path) -> dict[str, Any]:
-    """``load --json``'s mounts by label."""
-    done = host(scene, home, "load", "--json", *args)
-    return {mount["label"]: mount for mount in json.loads(done.stdout)["drivers"]}
 
 
 # -- lock --server ----------------------------------------------------------------------------
 
 
 def test_lock_server_pins_a_command_and_a_url_exactly_and_they_then_mount_as_registered(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     url = f"http://127.0.0.1:{free_port()}/mcp"
     cfg = tmp_path / "mcs-host.toml"
     cfg.write_text(
         f'autoload = false\n[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
         f'[mcp_servers.remote]\nurl = "{url}"\n'
     )
-    before = load(scene, tmp_path, "--config", cfg, "script")
+    before = scene.load(tmp_path, "--config", cfg, "script")
     assert (before["script"]["status"], before["script"]["reason"]) == (
         "rejected",
         "not-in-registry",
     )
     assert "mcs-host lock --server script" in before["script"]["message"]
     args = ("--server", "script", "--server", "remote", "--trust", "verified")
-    done = host(scene, tmp_path, "lock", *args, "--config", cfg, "--json")
+    done = scene.as_user(tmp_path, "lock", *args, "--config", cfg, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["pinned"] == []
@@ -143,8 +153,8 @@ def test_lock_server_pins_a_command_and_a_url_exactly_and_they_then_mount_as_reg
         "verified",
     )
     # the load reads the user's registry: registered, and each call still needs consent
-    call = host(scene, tmp_path, "call", "add", "a=20", "b=22", "--label", "script",
-                "--config", cfg, "--json")  # fmt: skip
+    call = scene.as_user(tmp_path, "call", "add", "a=20", "b=22", "--label", "script",
+                         "--config", cfg, "--json")  # fmt: skip
     assert call.returncode == 1
     called = json.loads(call.stdout)
     (mount,) = [m for m in called["load"]["drivers"] if m["label"] == "script"]
@@ -156,7 +166,7 @@ def test_lock_server_pins_a_command_and_a_url_exactly_and_they_then_mount_as_reg
     assert (
         "each call to the MCP server 'script' needs approval" in (called["response"]["call_detail"])
     )
-    listed = host(scene, tmp_path, "list", "--config", cfg, "--json")
+    listed = scene.as_user(tmp_path, "list", "--config", cfg, "--json")
     servers = {s["label"]: s for s in json.loads(listed.stdout)["servers"]}
     assert (servers["remote"]["verification"], servers["remote"]["allowed"]) == (
         "registered",
@@ -165,17 +175,17 @@ def test_lock_server_pins_a_command_and_a_url_exactly_and_they_then_mount_as_reg
 
 
 def test_lock_server_pins_a_distribution_s_files_and_waives_consent_only_when_told(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
     cfg = tmp_path / "mcs-host.toml"
     # the distribution as a person writes it; the registry has its PEP 503 name
     cfg.write_text('autoload = false\n[mcp_servers.adder]\ndistribution = "Adder_Server"\n')
     # before: the fix names lock --server, which also writes the server's entry (a library
     # pin alone would leave it without one)
-    (before,) = load(scene, tmp_path, "--config", cfg).values()
+    (before,) = scene.load(tmp_path, "--config", cfg).values()
     assert before["reason"] == "not-in-registry"
     assert f"`mcs-host lock --server adder --config {cfg}`" in before["fix"]  # as run
-    done = host(scene, tmp_path, "lock", "--server", "adder", "--no-consent", "--config", cfg)
+    done = scene.as_user(tmp_path, "lock", "--server", "adder", "--no-consent", "--config", cfg)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pinned MCP server adder: adder-server (community, calls need no consent)" in (
         done.stdout
@@ -184,8 +194,8 @@ def test_lock_server_pins_a_distribution_s_files_and_waives_consent_only_when_to
     entry = written.mcp_servers["adder"]
     assert (entry.distribution, entry.script, entry.consent) == ("adder-server", None, False)
     release = written.libraries["adder-server"].releases["1.0.0"]
-    assert release.digest == pin(scene["server"])["digest"]
-    call = host(scene, tmp_path, "call", "add", "a=1", "b=2", "--config", cfg, "--json")
+    assert release.digest == pin(scene.server)["digest"]
+    call = scene.as_user(tmp_path, "call", "add", "a=1", "b=2", "--config", cfg, "--json")
     assert call.returncode == 0, call.stdout + call.stderr
     called = json.loads(call.stdout)
     assert called["response"]["tool_call_result"] == 3
@@ -194,27 +204,26 @@ def test_lock_server_pins_a_distribution_s_files_and_waives_consent_only_when_to
 
 
 def test_lock_server_refuses_a_label_the_configuration_lacks_and_one_pinned_otherwise(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
     cfg = tmp_path / "mcs-host.toml"
-    script = f'[mcp_servers.script]\ncommand = "{venv.bin / "adder-server"}"\n'
+    script = f'[mcp_servers.script]\ncommand = "{scene.venv.bin / "adder-server"}"\n'
     cfg.write_text(script)
     registry = tmp_path / ".config" / "mcs-host" / "registry.json"
-    missing = host(scene, tmp_path, "lock", "--server", "nope", "--config", cfg)
+    missing = scene.as_user(tmp_path, "lock", "--server", "nope", "--config", cfg)
     assert missing.returncode == 2
     assert "has no MCP server 'nope'" in missing.stderr
     assert "[mcp_servers.nope]" in missing.stderr
     assert not registry.exists()
-    assert host(scene, tmp_path, "lock", "--server", "script", "--config", cfg).returncode == 0
+    assert scene.as_user(tmp_path, "lock", "--server", "script", "--config", cfg).returncode == 0
     pinned = registry.read_bytes()
     cfg.write_text(script + 'args = ["--verbose"]\n')
-    other = host(scene, tmp_path, "lock", "--server", "script", "--config", cfg)
+    other = scene.as_user(tmp_path, "lock", "--server", "script", "--config", cfg)
     assert other.returncode == 2
     assert "already pins the MCP server 'script'" in other.stderr
     assert "--replace" in other.stderr
     assert registry.read_bytes() == pinned
-    replaced = host(scene, tmp_path, "lock", "--server", "script", "--replace", "--config", cfg)
+    replaced = scene.as_user(tmp_path, "lock", "--server", "script", "--replace", "--config", cfg)
     assert replaced.returncode == 0, replaced.stderr
     assert user_registry(tmp_path).mcp_servers["script"].args == ("--verbose",)
 
@@ -223,9 +232,9 @@ def test_lock_server_refuses_a_label_the_configuration_lacks_and_one_pinned_othe
 
 
 def test_allow_unverified_on_one_server_starts_it_and_no_other(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     marker = tmp_path / "evil-ran.txt"
     cfg = tmp_path / "mcs-host.toml"
     cfg.write_text(
@@ -233,7 +242,7 @@ def test_allow_unverified_on_one_server_starts_it_and_no_other(
         f'[mcp_servers.mine]\ncommand = "{venv.bin / "adder-server"}"\nallow_unverified = true\n'
         f'[mcp_servers.evil]\ncommand = ["sh", "-c", "echo ran > {marker}"]\n'
     )
-    mounts = load(scene, tmp_path, "--config", cfg)
+    mounts = scene.load(tmp_path, "--config", cfg)
     mine, evil = mounts["mine"], mounts["evil"]
     assert (mine["status"], mine["verification"]) == ("mounted", "unverified")
     assert any("UNVERIFIED CODE runs" in w for w in mine["warnings"])
@@ -242,9 +251,9 @@ def test_allow_unverified_on_one_server_starts_it_and_no_other(
 
 
 def test_allow_unverified_on_one_driver_loads_it_and_no_other(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    alpha, beta = scene["markers"]["alpha"], scene["markers"]["beta"]
+    alpha, beta = scene.markers["alpha"], scene.markers["beta"]
     cfg = tmp_path / "mcs-host.toml"
     cfg.write_text(
         "[drivers.alpha_driver]\nallow_unverified = true\n"
@@ -254,7 +263,7 @@ def test_allow_unverified_on_one_driver_loads_it_and_no_other(
         "[drivers.beta_driver]\n"
         '[drivers.other]\ndriver = "beta_driver"\n'
     )
-    mounts = load(scene, tmp_path, "--config", cfg)
+    mounts = scene.load(tmp_path, "--config", cfg)
     for label in ("alpha_driver", "isolated"):
         assert (mounts[label]["status"], mounts[label]["verification"]) == (
             "mounted",
@@ -269,7 +278,7 @@ def test_allow_unverified_on_one_driver_loads_it_and_no_other(
     assert "alpha-driver ran" in alpha.read_text()
     assert not beta.exists()
     # verify says the same: alpha loadable though unverified, beta refused; not all verified
-    verified = host(scene, tmp_path, "verify", "--config", cfg, "--json")
+    verified = scene.as_user(tmp_path, "verify", "--config", cfg, "--json")
     assert verified.returncode == 1
     drivers = {d["label"]: d for d in json.loads(verified.stdout)["drivers"]}
     assert (drivers["alpha_driver"]["loadable"], drivers["beta_driver"]["loadable"]) == (
@@ -280,9 +289,9 @@ def test_allow_unverified_on_one_driver_loads_it_and_no_other(
 
 
 def test_a_project_file_cannot_allow_a_driver_or_a_server_unverified(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    beta = scene["markers"]["beta"]
+    beta = scene.markers["beta"]
     marker = tmp_path / "evil-ran.txt"
     project = tmp_path / "project"
     project.mkdir()
@@ -291,7 +300,7 @@ def test_a_project_file_cannot_allow_a_driver_or_a_server_unverified(
         f'[mcp_servers.evil]\ncommand = ["sh", "-c", "echo ran > {marker}"]\n'
         "allow_unverified = true\n"
     )
-    done = host(scene, tmp_path, "load", "--json", "beta_driver", cwd=project)
+    done = scene.as_user(tmp_path, "load", "--json", "beta_driver", cwd=project)
     ignored = done.stderr.split(": ignored ", 1)[1].split(": ", 1)[0].split(", ")
     assert sorted(ignored) == ["drivers.beta_driver.allow_unverified", "mcp_servers.evil"]
     (mount,) = [m for m in json.loads(done.stdout)["drivers"] if m["label"] == "beta_driver"]
@@ -304,11 +313,11 @@ def test_a_project_file_cannot_allow_a_driver_or_a_server_unverified(
 
 
 def on_terminal(
-    scene: dict[str, Any], home: Path, args: Sequence[str | Path], answers: Sequence[str]
+    scene: TrustScene, home: Path, args: Sequence[str | Path], answers: Sequence[str]
 ) -> tuple[int, str]:
     """Run ``mcs-host ARGS`` with stdin, stdout and stderr on a pseudo-terminal, typing each
     of ``answers`` when the next ``Run it? [y/N]`` appears; its exit code and all it wrote."""
-    venv: Venv = scene["venv"]
+    venv = scene.venv
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCS_HOST_", "PYTHON"))}
     env.update(environment(home), PATH=f"{venv.bin}{os.pathsep}{env.get('PATH', '')}")
     env.update(VIRTUAL_ENV=str(venv.path), MCS_HOST_STATE_DIR=str(venv.path / "mcs-host-state"))
@@ -349,10 +358,9 @@ def on_terminal(
 
 
 def test_approve_asks_on_the_terminal_before_each_call_that_needs_approval(
-    scene: dict[str, Any], tmp_path: Path
+    scene: TrustScene, tmp_path: Path
 ) -> None:
-    venv: Venv = scene["venv"]
-    command = str(venv.bin / "adder-server")
+    command = str(scene.venv.bin / "adder-server")
     registry = write_registry(
         tmp_path / "registry.json",
         {},
@@ -391,7 +399,7 @@ def test_approve_asks_on_the_terminal_before_each_call_that_needs_approval(
     assert "Run it?" not in said
     assert said.rstrip().endswith("2")
     # without a terminal it cannot ask: it refuses to start
-    piped = host(scene, tmp_path, "call", "asks__add", "a=1", "b=1", "--approve", "--config", cfg)
+    piped = scene.as_user(tmp_path, "call", "asks__add", "a=1", "b=1", "--approve", "--config", cfg)
     assert piped.returncode == 2
     assert "--approve asks on the terminal" in piped.stderr
     assert "mounted" not in piped.stderr  # nothing was loaded

@@ -17,12 +17,14 @@ import json
 import queue
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from distbuild import Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -157,10 +159,17 @@ SYSTEM_MESSAGE = [
 PROCESSED = ["SOLO process_llm_response", "SOLO process_llm_response on descriptor 1\n"]
 
 
+@dataclass(frozen=True)
+class StdoutScene(Scene):
+    """The configuration that names the registry pinning the two printing drivers."""
+
+    config: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> StdoutScene:
     """A venv with ``mcs-host[mcp]`` and the two printing drivers, pinned by a registry."""
     root = tmp_path_factory.mktemp("stdout")
     venv = Venv.create(root / "venv")
@@ -192,16 +201,7 @@ def scene(
     registry = write_registry(root / "registry.json", drivers)
     config = root / "mcs-host.toml"
     config.write_text(f'registries = ["{registry}"]\n')
-    return {"venv": venv, "config": config, "root": root}
-
-
-def environment(scene: dict[str, Any]) -> dict[str, str]:
-    venv: Venv = scene["venv"]
-    return {
-        "PATH": f"{venv.bin}:/usr/bin:/bin",
-        "MCS_HOST_STATE_DIR": str(scene["root"] / "state"),
-        "HOME": str(scene["root"]),
-    }
+    return StdoutScene(root=root, venv=venv, config=config)
 
 
 def assert_on_stderr_only(done: subprocess.CompletedProcess[str], printed: list[str]) -> None:
@@ -223,10 +223,9 @@ def assert_on_stderr_only(done: subprocess.CompletedProcess[str], printed: list[
     ids=["verify", "verify-live", "load", "call", "run"],
 )
 def test_with_json_stdout_is_one_document_whatever_a_driver_prints(
-    scene: dict[str, Any], command: list[str], printed: list[str]
+    scene: StdoutScene, command: list[str], printed: list[str]
 ) -> None:
-    venv: Venv = scene["venv"]
-    done = venv.run("mcs-host", *command, "--config", scene["config"], env=environment(scene))
+    done = scene.host(*command, "--config", scene.config, env=scene.environment())
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)  # one JSON document and nothing else
     assert document["schema"].startswith("urn:mcs-host:cli:")
@@ -239,9 +238,8 @@ def test_with_json_stdout_is_one_document_whatever_a_driver_prints(
         assert document["response"]["tool_call_result"] == "hello"
 
 
-def test_python_dash_m_keeps_stdout_for_the_document_too(scene: dict[str, Any]) -> None:
-    venv: Venv = scene["venv"]
-    done = venv.run(
+def test_python_dash_m_keeps_stdout_for_the_document_too(scene: StdoutScene) -> None:
+    done = scene.venv.run(
         "python",
         "-P",
         "-m",
@@ -250,8 +248,8 @@ def test_python_dash_m_keeps_stdout_for_the_document_too(scene: dict[str, Any]) 
         "shout",
         "--json",
         "--config",
-        scene["config"],
-        env=environment(scene),
+        scene.config,
+        env=scene.environment(),
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True
@@ -259,18 +257,17 @@ def test_python_dash_m_keeps_stdout_for_the_document_too(scene: dict[str, Any]) 
 
 
 def test_serve_on_stdio_with_the_sdk_client_keeps_every_print_off_the_wire(
-    scene: dict[str, Any], tmp_path: Path
+    scene: StdoutScene, tmp_path: Path
 ) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    venv: Venv = scene["venv"]
     server = StdioServerParameters(
-        command=str(venv.bin / "mcs-host"),
-        args=["serve", "--config", str(scene["config"])],
-        env=environment(scene),
-        cwd=str(scene["root"]),
+        command=str(scene.venv.bin / "mcs-host"),
+        args=["serve", "--config", str(scene.config)],
+        env=scene.environment(),
+        cwd=str(scene.root),
     )
     seen: dict[str, Any] = {}
 
@@ -300,13 +297,13 @@ def _lines(stream: Any, into: queue.Queue[str | None]) -> None:
 
 
 def test_serve_on_stdio_writes_nothing_but_json_rpc_from_start_to_exit(
-    scene: dict[str, Any],
+    scene: StdoutScene,
 ) -> None:
-    venv: Venv = scene["venv"]
+    # Scene.start, but with a pipe for its stdin: the test is the client
     process = subprocess.Popen(
-        [str(venv.bin / "mcs-host"), "serve", "--config", str(scene["config"])],
-        env=environment(scene),
-        cwd=scene["root"],
+        [str(scene.venv.bin / "mcs-host"), "serve", "--config", str(scene.config)],
+        env=scene.environment(),
+        cwd=scene.root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
