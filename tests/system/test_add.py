@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from distbuild import ROOT, Project, Venv, build_wheel, vendor_into_wheel
 from hostrun import driver_project, pin
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
+from scenes import MarkedScene
 
 from mcs_host.loading.config_schema import ConfigError
 from mcs_host.loading.config_tables import (
@@ -163,16 +164,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-@dataclasses.dataclass
-class Scene:
-    """A venv with mcs-host[attest] and pip, a HOME, and the index serving ``served``."""
+@dataclasses.dataclass(frozen=True)
+class AddScene(MarkedScene):
+    """A venv with mcs-host[attest] and pip, a HOME, and the index serving ``served``; its
+    commands run in :meth:`environment`, the whole of it, in ``root``."""
 
-    root: Path
-    venv: Venv
     home: Path
     served: Path
     index: LocalIndex
-    marker: Path
 
     @property
     def config(self) -> Path:
@@ -193,15 +192,24 @@ class Scene:
         if provenance is not None:
             shutil.copy2(provenance, self.served / f"{wheels[0].name}.provenance")
 
-    def host(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    def host(
+        self,
+        *args: str | Path,
+        home: Path | None = None,
+        state: Path | None = None,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """``mcs-host ARGS`` in the venv, its pip asking only the local index, with this
-        HOME, no terminal, and every proxy a closed port: nothing else is reached."""
+        HOME, no terminal, and every proxy a closed port: nothing else is reached. Its whole
+        environment is :meth:`environment` (``env`` adds variables), in ``cwd`` (default:
+        ``root``)."""
         return subprocess.run(
             [str(self.venv.bin / "mcs-host"), *map(str, args)],
             capture_output=True,
             text=True,
-            env=self._env(),
-            cwd=self.root,
+            env={**self.environment(home=home, state=state), **(env or {})},
+            cwd=cwd or self.root,
             stdin=subprocess.DEVNULL,
             timeout=300,
             check=False,
@@ -216,7 +224,7 @@ class Scene:
             stdin=follower,
             stdout=follower,
             stderr=follower,
-            env={**self._env(), "TERM": "dumb"},
+            env={**self.environment(), "TERM": "dumb"},
             cwd=self.root,
         )
         os.close(follower)
@@ -238,13 +246,15 @@ class Scene:
         os.close(leader)
         return child.wait(timeout=60), said.decode().replace("\r\n", "\n")
 
-    def _env(self) -> dict[str, str]:
-        """The environment of :meth:`host`."""
+    def environment(self, *, home: Path | None = None, state: Path | None = None) -> dict[str, str]:
+        """The whole environment of :meth:`host` and :meth:`on_terminal`: this process's
+        without the developer's settings, pip asking only the local index, HOME (default:
+        ``home``), the state directory (default: ``root/state``), every proxy a closed port."""
         closed = "http://127.0.0.1:9"
-        env = pip_env(self.index.url, HOME=str(self.home))
+        env = pip_env(self.index.url, HOME=str(home or self.home))
         env = {k: v for k, v in env.items() if not k.startswith(("XDG_", "MCS_HOST_"))}
         env.update(
-            MCS_HOST_STATE_DIR=str(self.root / "state"),
+            MCS_HOST_STATE_DIR=str(state or self.root / "state"),
             PATH=f"{self.venv.bin}{os.pathsep}{env.get('PATH', '')}",
             VIRTUAL_ENV=str(self.venv.path),
             HTTPS_PROXY=closed,
@@ -276,20 +286,15 @@ class Scene:
             "mcs-host": _files(self.config.parent),
         }
 
-    def ran(self) -> list[str]:
-        lines = self.marker.read_text().splitlines() if self.marker.exists() else []
-        self.marker.unlink(missing_ok=True)
-        return lines
 
-
-def _as_before(scene: Scene, before: dict[str, Any]) -> None:
+def _as_before(scene: AddScene, before: dict[str, Any]) -> None:
     """Assert that the venv and the user's mcs-host files are as they were in ``before``."""
     changes = _changes(before, scene.state())
     assert not changes, "\n".join(changes)
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """What differs between two :meth:`Scene.state`, one line each."""
+    """What differs between two :meth:`AddScene.state`, one line each."""
     found = [f"installed: {before['installed']} -> {after['installed']}"] * (
         before["installed"] != after["installed"]
     )
@@ -337,7 +342,7 @@ def _files(directory: Path, skip: str | None = None) -> dict[str, str]:
 @pytest.fixture
 def scene(
     tmp_path: Path, wheelhouse: Path, uv_cache: Path, built: dict[str, Path]
-) -> Iterator[Scene]:
+) -> Iterator[AddScene]:
     venv = Venv.create(tmp_path / "venv")
     # the attest extra's pypi-attestations is the very wheel the index serves
     venv.uv_install("mcs-host[attest,mcp]", "pip", WHEEL, wheelhouse=wheelhouse, cache=uv_cache)
@@ -347,10 +352,10 @@ def scene(
     served.mkdir()
     built["marker"].unlink(missing_ok=True)
     with LocalIndex(served) as index:
-        yield Scene(tmp_path, venv, home, served, index, built["marker"])
+        yield AddScene(tmp_path, venv, built["marker"], home=home, served=served, index=index)
 
 
-def _declared(scene: Scene) -> Path:
+def _declared(scene: AddScene) -> Path:
     """A registry declaring a driver for pypi-attestations (which ships no entry point), named
     by the user's configuration beside their own registry, as the reference drivers are."""
     path = scene.root / "declared.json"
@@ -379,7 +384,7 @@ def _schema_errors(document: dict[str, Any]) -> list[str]:
 
 
 def test_the_publisher_named_adds_the_release_pinned_with_its_provenance_and_its_table(
-    scene: Scene,
+    scene: AddScene,
 ) -> None:
     _declared(scene)
     scene.serve(WHEEL, provenance=PROVENANCE)
@@ -432,7 +437,7 @@ def test_the_publisher_named_adds_the_release_pinned_with_its_provenance_and_its
     ],
 )
 def test_another_repository_workflow_or_environment_changes_nothing(
-    scene: Scene, stated: str, part: str
+    scene: AddScene, stated: str, part: str
 ) -> None:
     _declared(scene)
     scene.serve(WHEEL, provenance=PROVENANCE)
@@ -443,7 +448,7 @@ def test_another_repository_workflow_or_environment_changes_nothing(
     _as_before(scene, before)
 
 
-def test_a_named_publisher_without_provenance_on_the_index_is_refused(scene: Scene) -> None:
+def test_a_named_publisher_without_provenance_on_the_index_is_refused(scene: AddScene) -> None:
     _declared(scene)
     scene.serve(WHEEL)  # the same wheel, its provenance not served
     before = scene.state()
@@ -453,7 +458,7 @@ def test_a_named_publisher_without_provenance_on_the_index_is_refused(scene: Sce
 
 
 def test_without_a_publisher_the_proven_identity_is_confirmed_then_holds_for_later_versions(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     _declared(scene)
     scene.serve(WHEEL, provenance=PROVENANCE)
@@ -478,7 +483,7 @@ def test_without_a_publisher_the_proven_identity_is_confirmed_then_holds_for_lat
     assert scene.ran() == []
 
 
-def test_on_a_terminal_the_proven_identity_is_shown_and_asked_for(scene: Scene) -> None:
+def test_on_a_terminal_the_proven_identity_is_shown_and_asked_for(scene: AddScene) -> None:
     _declared(scene)
     scene.serve(WHEEL, provenance=PROVENANCE)
     before = scene.state()
@@ -498,7 +503,7 @@ def test_on_a_terminal_the_proven_identity_is_shown_and_asked_for(scene: Scene) 
 
 
 def test_a_transferred_publisher_is_refused_until_the_new_one_is_stated_and_confirmed(
-    scene: Scene,
+    scene: AddScene,
 ) -> None:
     # the user's registry: 0.0.19, attested before the repository moved to pypi/
     driver: dict[str, Any] = {"distribution": "pypi-attestations", "label": "attest"}
@@ -542,7 +547,7 @@ def _sdist_pin() -> dict[str, Any]:
 
 
 def test_a_driver_is_added_with_its_library_then_loaded_and_called_by_default(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["weather"])
     scene.serve(built["lib"])
@@ -579,7 +584,7 @@ def test_a_driver_is_added_with_its_library_then_loaded_and_called_by_default(
 
 
 def test_a_failed_install_uninstalls_what_it_had_installed(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["weather"])
     scene.serve(built["lib"])
@@ -593,7 +598,7 @@ def test_a_failed_install_uninstalls_what_it_had_installed(
 
 
 def test_a_failed_upgrade_puts_back_the_release_it_replaced(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["weather"])
     scene.serve(built["lib"])
@@ -623,7 +628,7 @@ def test_a_failed_upgrade_puts_back_the_release_it_replaced(
 
 @pytest.mark.parametrize("how", ["read-only", "not-a-directory"])
 def test_a_home_where_nothing_can_be_written_is_refused_before_anything_changes(
-    scene: Scene, built: dict[str, Path], how: str
+    scene: AddScene, built: dict[str, Path], how: str
 ) -> None:
     if how == "read-only" and os.geteuid() == 0:
         pytest.skip("root writes into a read-only directory")
@@ -643,7 +648,7 @@ def test_a_home_where_nothing_can_be_written_is_refused_before_anything_changes(
 
 
 def test_a_link_planted_in_the_provenance_directory_is_not_written_through(
-    scene: Scene,
+    scene: AddScene,
 ) -> None:
     _declared(scene)
     scene.serve(WHEEL, provenance=PROVENANCE)
@@ -662,7 +667,7 @@ def test_a_link_planted_in_the_provenance_directory_is_not_written_through(
 
 
 def test_a_dependency_with_another_files_provenance_never_runs_and_nothing_is_installed(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["evil-driver"])
     scene.serve(built["evil"], provenance=PROVENANCE)  # pypi-attestations' provenance
@@ -678,7 +683,7 @@ def test_a_dependency_with_another_files_provenance_never_runs_and_nothing_is_in
 
 
 def test_a_module_planted_where_a_driver_installs_is_found_and_the_install_undone(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["weather"])
     scene.serve(built["lib"])
@@ -812,14 +817,14 @@ def reference(tmp_path_factory: pytest.TempPathFactory, built: dict[str, Path]) 
     return wheels
 
 
-def _engine(scene: Scene, catalog: Path, *args: str | Path) -> tuple[int, dict[str, Any]]:
+def _engine(scene: AddScene, catalog: Path, *args: str | Path) -> tuple[int, dict[str, Any]]:
     """``add(AddRequest(NAME, ...), catalog=catalog)`` in the venv, as ``mcs-host add NAME
     --settings greeting=hi`` runs it: its exit code and what it said."""
     done = subprocess.run(
         [str(scene.venv.python), "-I", "-c", ENGINE, str(catalog), *map(str, args)],
         capture_output=True,
         text=True,
-        env=scene._env(),
+        env=scene.environment(),
         cwd=scene.root,
         stdin=subprocess.DEVNULL,
         timeout=300,
@@ -831,7 +836,7 @@ def _engine(scene: Scene, catalog: Path, *args: str | Path) -> tuple[int, dict[s
 
 
 def test_a_driver_the_catalog_declares_is_added_held_to_its_pins_and_called(
-    scene: Scene, reference: dict[str, Path]
+    scene: AddScene, reference: dict[str, Path]
 ) -> None:
     scene.serve(reference["ref"], reference["ref-lib"])
     code, said = _engine(scene, reference["catalog"], "acme-ref")
@@ -879,7 +884,7 @@ def test_a_driver_the_catalog_declares_is_added_held_to_its_pins_and_called(
 
 @pytest.mark.parametrize("tampered", ["ref", "ref-lib"])
 def test_a_release_of_other_files_than_the_catalogs_pin_never_runs_and_nothing_changes(
-    scene: Scene, reference: dict[str, Path], tampered: str
+    scene: AddScene, reference: dict[str, Path], tampered: str
 ) -> None:
     real = {"ref": reference["ref"], "ref-lib": reference["ref-lib"]}
     scene.serve(*{**real, tampered: reference[f"tampered-{tampered}"]}.values())
@@ -905,7 +910,7 @@ def test_a_release_of_other_files_than_the_catalogs_pin_never_runs_and_nothing_c
 
 
 def test_an_mcp_server_distribution_is_added_as_its_table_and_mounted(
-    scene: Scene, built: dict[str, Path]
+    scene: AddScene, built: dict[str, Path]
 ) -> None:
     scene.serve(built["server"])
     done = scene.host("add", "--server", "acme-clock")

@@ -7,6 +7,7 @@ child process, a driver without any, and an MCP server with annotations mounted 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from distbuild import ROOT, Project, Venv, build_wheel, uv_pip
 from hostrun import driver_project, entry, pin, write_registry
 from pydantic import ValidationError
+from scenes import Scene
 
 from mcs_host import DriverMeta, MCSToolDriver, Tool, ToolAnnotations, check_driver
 from mcs_host.kit import tool_from_model
@@ -174,10 +176,17 @@ def test_conformance_warns_of_a_read_only_tool_that_destroys() -> None:
 # -- through mcs-host serve -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class AnnotationScene(Scene):
+    """The venv of :func:`scene` and the ``config`` that mounts its drivers and server."""
+
+    config: Path
+
+
 @pytest.fixture(scope="module")
 def scene(
     tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> dict[str, Any]:
+) -> AnnotationScene:
     """A venv with ``mcs-host[mcp]``, the bundled drivers, the hinted driver (mounted twice:
     ``hinted`` in the host's process, ``apart`` isolated in a child process), the bare driver
     and the hints MCP server's distribution, all pinned by one registry."""
@@ -230,24 +239,19 @@ def scene(
         '[drivers.hinted]\n\n[drivers.apart]\ndriver = "hinted"\nisolation = "process"\n\n'
         "[mcp_servers.hints]\n"
     )
-    return {"venv": venv, "config": config, "root": root}
+    return AnnotationScene(root, venv, config)
 
 
-def served(scene: dict[str, Any]) -> tuple[dict[tuple[str, str], Any], dict[str, Any]]:
+def served(scene: AnnotationScene) -> tuple[dict[tuple[str, str], Any], dict[str, Any]]:
     """The tools ``serve`` lists, by (label, the driver's own name), and what ``pid`` and
     ``bare_pid`` answer, by label."""
     from mcp import Client, StdioServerParameters
 
-    venv: Venv = scene["venv"]
     server = StdioServerParameters(
-        command=str(venv.bin / "mcs-host"),
-        args=["serve", "--config", str(scene["config"])],
-        env={
-            "PATH": f"{venv.bin}:/usr/bin:/bin",
-            "MCS_HOST_STATE_DIR": str(scene["root"] / "state"),
-            "HOME": str(scene["root"]),
-        },
-        cwd=str(scene["root"]),
+        command=str(scene.venv.bin / "mcs-host"),
+        args=["serve", "--config", str(scene.config)],
+        env=scene.environment(),
+        cwd=str(scene.root),
     )
 
     async def main() -> tuple[dict[tuple[str, str], Any], dict[str, Any]]:
@@ -277,7 +281,7 @@ def hints(tool: Any) -> dict[str, bool] | None:
 
 @pytest.mark.venv
 def test_serve_sends_each_tool_the_hints_its_driver_declared_and_no_others(
-    scene: dict[str, Any],
+    scene: AnnotationScene,
 ) -> None:
     tools, pids = served(scene)
     bundled = {key: hints(tool) for key, tool in tools.items() if key[0] in ("csv", "files")}

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distbuild import Venv
+from scenes import Scene
 
 pytestmark = [
     pytest.mark.venv,
@@ -28,22 +29,21 @@ APPROVALS = "approved-directories.json"
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> Venv:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> Scene:
     """A venv with ``mcs-host[mcp]`` (a configured MCP server is what an approval runs)."""
-    made = Venv.create(tmp_path_factory.mktemp("planted") / "venv")
+    root = tmp_path_factory.mktemp("planted")
+    made = Venv.create(root / "venv")
     made.uv_install("mcs-host[mcp]", wheelhouse=wheelhouse, cache=uv_cache)
-    return made
+    return Scene(root, made)
 
 
-def host(venv: Venv, tmp_path: Path, *args: str | Path, cwd: Path | None = None) -> Any:
+def host(
+    scene: Scene, tmp_path: Path, *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """``mcs-host ARGS`` as the user whose home and state are under ``tmp_path`` (local time
     is UTC, so the test knows the backups' stamps)."""
-    env = {
-        "HOME": str(tmp_path / "home"),
-        "MCS_HOST_STATE_DIR": str(tmp_path / "state"),
-        "TZ": "UTC",
-    }
-    return venv.run("mcs-host", *args, env=env, cwd=cwd)
+    home, state = tmp_path / "home", tmp_path / "state"
+    return scene.host(*args, home=home, state=state, cwd=cwd, env={"TZ": "UTC"})
 
 
 def links(path: Path) -> dict[str, str]:
@@ -52,7 +52,7 @@ def links(path: Path) -> dict[str, str]:
 
 
 def test_install_makes_its_backup_where_no_link_was_and_writes_nothing_through_one(
-    venv: Venv, tmp_path: Path
+    scene: Scene, tmp_path: Path
 ) -> None:
     state, repo, marker = tmp_path / "state", tmp_path / "repo", tmp_path / "marker.txt"
     state.mkdir()
@@ -74,7 +74,7 @@ def test_install_makes_its_backup_where_no_link_was_and_writes_nothing_through_o
         (repo / f".mcp.json.{stamp}.bak").symlink_to(state / APPROVALS)
     planted_links = links(repo)
 
-    done = host(venv, tmp_path, "install", "claude-code", "--file", repo / ".mcp.json")
+    done = host(scene, tmp_path, "install", "claude-code", "--file", repo / ".mcp.json")
     assert done.returncode == 0, done.stderr
 
     assert not (state / APPROVALS).exists()  # the links' target was not made
@@ -93,13 +93,13 @@ def test_install_makes_its_backup_where_no_link_was_and_writes_nothing_through_o
         "mcs-host.toml",
     }
     # the repository is not approved: its server is ignored, and never runs
-    loaded = host(venv, tmp_path, "load", cwd=repo)
+    loaded = host(scene, tmp_path, "load", cwd=repo)
     assert "ignored mcp_servers.evil" in loaded.stderr
     assert not marker.exists()
 
 
 def test_install_refuses_a_client_file_that_is_a_link_and_copies_nothing_from_it(
-    venv: Venv, tmp_path: Path
+    scene: Scene, tmp_path: Path
 ) -> None:
     home, state, repo = tmp_path / "home", tmp_path / "state", tmp_path / "repo"
     home.mkdir()
@@ -111,7 +111,7 @@ def test_install_refuses_a_client_file_that_is_a_link_and_copies_nothing_from_it
     before = mine.read_bytes()
     for target in (mine, state / APPROVALS):  # a file that exists, and one that does not
         (repo / ".mcp.json").symlink_to(target)
-        done = host(venv, tmp_path, "install", "claude-code", "--file", repo / ".mcp.json")
+        done = host(scene, tmp_path, "install", "claude-code", "--file", repo / ".mcp.json")
         assert done.returncode == 2
         assert done.stderr.endswith(
             f"error: {repo / '.mcp.json'}: the client's file is a symbolic link (to {target}); "
@@ -125,8 +125,8 @@ def test_install_refuses_a_client_file_that_is_a_link_and_copies_nothing_from_it
     assert not (state / APPROVALS).exists()
 
 
-def test_bump_writes_no_version_through_a_link(venv: Venv, tmp_path: Path) -> None:
-    made = host(venv, tmp_path, "new", "acme-json", "--dir", tmp_path)
+def test_bump_writes_no_version_through_a_link(scene: Scene, tmp_path: Path) -> None:
+    made = host(scene, tmp_path, "new", "acme-json", "--dir", tmp_path)
     assert made.returncode == 0, made.stderr
     project = tmp_path / "acme-json"
     other = tmp_path / "other"  # another project of the user's, which the link leads to
@@ -137,7 +137,7 @@ def test_bump_writes_no_version_through_a_link(venv: Venv, tmp_path: Path) -> No
     (project / "pyproject.toml").symlink_to(other / "pyproject.toml")
     manifest = project / "acme_json" / "mcs-driver.json"
     ours = manifest.read_bytes()
-    done = host(venv, tmp_path, "bump", "0.2.0", "--dir", project)
+    done = host(scene, tmp_path, "bump", "0.2.0", "--dir", project)
     assert done.returncode == 2
     assert done.stderr == (
         f"error: {project / 'pyproject.toml'}: a symbolic link (to {other / 'pyproject.toml'}); "
@@ -148,9 +148,9 @@ def test_bump_writes_no_version_through_a_link(venv: Venv, tmp_path: Path) -> No
     assert manifest.read_bytes() == ours
 
 
-def test_sign_registry_writes_no_envelope_through_a_link(venv: Venv, tmp_path: Path) -> None:
+def test_sign_registry_writes_no_envelope_through_a_link(scene: Scene, tmp_path: Path) -> None:
     key, index, marker = tmp_path / "k.pem", tmp_path / "index.json", tmp_path / "marker.txt"
-    assert host(venv, tmp_path, "keygen", key).returncode == 0
+    assert host(scene, tmp_path, "keygen", key).returncode == 0
     index.write_text(
         json.dumps(
             {"format": "mcs-host-registry/2", "name": "t", "expires": "2099-01-01T00:00:00Z"}
@@ -159,7 +159,7 @@ def test_sign_registry_writes_no_envelope_through_a_link(venv: Venv, tmp_path: P
     output = tmp_path / "repo" / "signed.json"
     output.parent.mkdir()
     output.symlink_to(marker)
-    done = host(venv, tmp_path, "sign-registry", index, "--key", key, "--output", output)
+    done = host(scene, tmp_path, "sign-registry", index, "--key", key, "--output", output)
     assert done.returncode == 2
     assert done.stderr == (
         f"error: {output}: the envelope is a symbolic link (to {marker}); mcs-host writes no "
