@@ -25,7 +25,7 @@ import re
 import runpy
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -35,6 +35,7 @@ import pytest
 from distbuild import ROOT, Venv, build_wheel
 from hostrun import driver_project
 from pypi_index import LocalIndex, pip_env
+from scenes import Scene
 
 from mcs_host.trust.downloading import pip_config
 
@@ -100,11 +101,10 @@ ADDED = re.compile(
 
 
 @dataclasses.dataclass(frozen=True)
-class Scene:
-    """A venv with mcs-host[attest,mcp] and pip, a fresh HOME, and what ``add`` said."""
+class PublishedScene(Scene):
+    """A venv with mcs-host[attest,mcp] and pip, a fresh HOME, and what ``add`` said; its
+    commands run in ``env``, the whole of it, in ``root``."""
 
-    root: Path
-    venv: Venv
     home: Path
     env: dict[str, str]
     """The environment ``add`` ran in."""
@@ -122,14 +122,31 @@ class Scene:
         )
         return document
 
-    def host(self, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def environment(self, *, home: Path | None = None, state: Path | None = None) -> dict[str, str]:
+        """``env``, with HOME and the state directory set when given."""
+        environment = dict(self.env)
+        if home is not None:
+            environment["HOME"] = str(home)
+        if state is not None:
+            environment["MCS_HOST_STATE_DIR"] = str(state)
+        return environment
+
+    def host(
+        self,
+        *args: str | Path,
+        home: Path | None = None,
+        state: Path | None = None,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """``mcs-host ARGS`` in the venv, as ``add`` ran (no terminal), in ``cwd`` (default:
-        the scene's root)."""
+        the scene's root); its whole environment is :meth:`environment` (``env`` adds
+        variables)."""
         return subprocess.run(
             [str(self.venv.bin / "mcs-host"), *map(str, args)],
             capture_output=True,
             text=True,
-            env=self.env,
+            env={**self.environment(home=home, state=state), **(env or {})},
             cwd=cwd or self.root,
             stdin=subprocess.DEVNULL,
             timeout=600,
@@ -251,7 +268,7 @@ def reference(
     uv_cache: Path,
     pip_cache: Path,
     pets_api: str,
-) -> Scene:
+) -> PublishedScene:
     """The three reference drivers, each added with ``mcs-host add NAME==VERSION --settings``
     from the configured index into a venv holding mcs-host, and a configuration naming the
     user's registry and one that declares them without pinning anything."""
@@ -274,7 +291,7 @@ def reference(
     config.parent.mkdir(parents=True)
     config.write_text(f'registries = ["registry.json", "{declarations}"]\n')
     env = _environment(venv, home, pip_cache, dict(os.environ))
-    scene = Scene(root, venv, home, env, {})
+    scene = PublishedScene(root, venv, home, env, {})
     settings = {
         "mcs-csv": f"base_dir={data}",
         "mcs-filesystem": f"base_dir={data}",
@@ -295,7 +312,7 @@ def _rows(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_reference_drivers_are_added_with_what_they_need_pinned_as_registry_json_pins_them(
-    reference: Scene,
+    reference: PublishedScene,
 ) -> None:
     for requirement, _, _ in DRIVERS.values():
         name, _, version = requirement.partition("==")
@@ -355,7 +372,7 @@ def test_the_reference_drivers_are_added_with_what_they_need_pinned_as_registry_
 
 
 def test_the_reference_drivers_are_served_to_the_sdk_client_started_elsewhere(
-    reference: Scene,
+    reference: PublishedScene,
 ) -> None:
     async def work(client: Client) -> Any:
         listed = await client.list_tools()
@@ -400,7 +417,7 @@ def readme(
     wheelhouse: Path,
     uv_cache: Path,
     pip_cache: Path,
-) -> tuple[Scene, Path, dict[str, subprocess.CompletedProcess[str]]]:
+) -> tuple[PublishedScene, Path, dict[str, subprocess.CompletedProcess[str]]]:
     """The README's commands in a venv holding mcs-host, with a fresh HOME and no registry
     named anywhere: ``mcs-host init``, then ``mcs-host add mcs-driver-csv --settings
     base_dir=DIR`` (no version: the index's newest); the scene, DIR, and what each said."""
@@ -411,14 +428,16 @@ def readme(
     data = root / "data"
     data.mkdir()
     (data / "pets.csv").write_text("name,kind,age\nRex,dog,3\nTom,cat,5\nBo,dog,7\n")
-    scene = Scene(root, venv, home, _environment(venv, home, pip_cache, dict(os.environ)), {})
+    scene = PublishedScene(
+        root, venv, home, _environment(venv, home, pip_cache, dict(os.environ)), {}
+    )
     said = {"init": scene.host("init")}
     said["add"] = scene.host("add", "mcs-driver-csv", "--settings", f"base_dir={data}")
     return scene, data, said
 
 
 def test_after_init_a_reference_driver_is_added_by_name_held_to_the_pins_mcs_host_ships(
-    readme: tuple[Scene, Path, dict[str, subprocess.CompletedProcess[str]]],
+    readme: tuple[PublishedScene, Path, dict[str, subprocess.CompletedProcess[str]]],
 ) -> None:
     scene, data, said = readme
     assert said["init"].returncode == 0, said["init"].stderr
@@ -479,7 +498,7 @@ def stats(
     wheelhouse: Path,
     uv_cache: Path,
     pip_cache: Path,
-) -> Iterator[tuple[Scene, Path]]:
+) -> Iterator[tuple[PublishedScene, Path]]:
     """acme-stats (needs mcs-host, numpy and pandas) on a loopback index, added with ``mcs-host
     add acme-stats --label stats``, pip asking that index first and the configured ones as
     extra indexes; the scene, and the file the driver's code writes when it runs."""
@@ -501,13 +520,13 @@ def stats(
             index.url, *configured.indexes, cert=Path(configured.cert) if configured.cert else None
         )
         env = _environment(venv, root / "home", pip_cache, pip)
-        scene = Scene(root, venv, root / "home", env, {})
+        scene = PublishedScene(root, venv, root / "home", env, {})
         scene.added["acme-stats"] = scene.add("acme-stats", "--label", "stats")
         yield scene, marker
 
 
 def test_a_driver_needing_numpy_and_pandas_is_added_from_both_indexes_with_what_they_need(
-    stats: tuple[Scene, Path],
+    stats: tuple[PublishedScene, Path],
 ) -> None:
     scene, marker = stats
     assert not marker.exists()  # nothing of it ran while it was added
@@ -528,7 +547,7 @@ def test_a_driver_needing_numpy_and_pandas_is_added_from_both_indexes_with_what_
 
 
 def test_it_is_served_to_the_sdk_client_started_elsewhere_and_computes_with_numpy(
-    stats: tuple[Scene, Path],
+    stats: tuple[PublishedScene, Path],
 ) -> None:
     scene, marker = stats
 

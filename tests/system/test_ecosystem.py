@@ -20,6 +20,7 @@ from typing import Any, ClassVar, cast
 
 import pytest
 from distbuild import ROOT, Venv, pip
+from scenes import Scene
 
 pytestmark = [pytest.mark.venv, pytest.mark.network]
 
@@ -29,32 +30,26 @@ REFERENCE: list[str] = runpy.run_path(str(ROOT / "scripts" / "lock_reference.py"
 need (mcs-adapter-localfs among them, which mcs-driver-filesystem does not declare)."""
 
 
-def make_venv(path: Path, wheelhouse: Path, uv_cache: Path, *requirements: str) -> Venv:
-    """A venv at ``path`` with mcs-host, and ``requirements`` installed with pip from PyPI."""
-    venv = Venv.create(path)
+def make_scene(root: Path, wheelhouse: Path, uv_cache: Path, *requirements: str) -> Scene:
+    """A venv at ``root/venv`` with mcs-host, and ``requirements`` installed with pip from
+    PyPI."""
+    venv = Venv.create(root / "venv")
     venv.uv_install("mcs-host", wheelhouse=wheelhouse, cache=uv_cache)
     pip("install", "--find-links", str(wheelhouse), *requirements, python=venv.python)
-    return venv
+    return Scene(root, venv)
 
 
-def load(venv: Venv, config: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
-    """``mcs-host load --json`` in ``venv``: its records by label."""
-    done = venv.run(
-        "mcs-host", "load", "--json", "--config", config,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
-    )  # fmt: skip
+def load(scene: Scene, config: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """``mcs-host load --json`` in the scene's venv: its records by label."""
+    done = scene.host("load", "--json", "--config", config, state=tmp_path / "state")
     assert done.stdout, done.stderr
     return {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
 
 
 @pytest.fixture(scope="module")
-def reference_venv(
-    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
-) -> Venv:
+def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path) -> Scene:
     """mcs-host, and the reference drivers installed with pip from the package registry."""
-    return make_venv(
-        tmp_path_factory.mktemp("reference") / "venv", wheelhouse, uv_cache, *REFERENCE
-    )
+    return make_scene(tmp_path_factory.mktemp("reference"), wheelhouse, uv_cache, *REFERENCE)
 
 
 class _Pets(BaseHTTPRequestHandler):
@@ -151,31 +146,18 @@ def config(tmp_path: Path, pets_api: str) -> Path:
     return path
 
 
-def run(venv: Venv, config: Path, text: str, tmp_path: Path) -> dict[str, Any]:
-    done = venv.run(
-        "mcs-host",
-        "run",
-        "--config",
-        config,
-        text,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")},
-    )
+def run(scene: Scene, config: Path, text: str, tmp_path: Path) -> dict[str, Any]:
+    """``mcs-host run --config CONFIG TEXT`` in the scene's venv: its response."""
+    done = scene.host("run", "--config", config, text, state=tmp_path / "state")
     assert done.stdout, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
 def test_the_published_drivers_verify_as_pinned_reference_drivers(
-    reference_venv: Venv, tmp_path: Path
+    scene: Scene, tmp_path: Path
 ) -> None:
-    done = reference_venv.run(
-        "mcs-host",
-        "verify",
-        "--json",
-        "--registry",
-        REGISTRY,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
-    )
+    done = scene.host("verify", "--json", "--registry", REGISTRY, state=tmp_path)
     # everything they import is pinned too (mcs-rest's requests and its requirements): verify
     # says load would run only verified code, and exits 0
     assert done.returncode == 0, done.stdout
@@ -192,30 +174,15 @@ def test_the_published_drivers_verify_as_pinned_reference_drivers(
     assert needed["requests"] == needed["charset-normalizer"] == "pinned"
     assert set(needed.values()) == {"pinned"}
     assert drivers["mcs-rest"]["unverified"] == []
-    only_pinned = reference_venv.run(
-        "mcs-host",
-        "verify",
-        "mcs-csv",
-        "mcs-filesystem",
-        "--registry",
-        REGISTRY,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
+    only_pinned = scene.host(
+        "verify", "mcs-csv", "mcs-filesystem", "--registry", REGISTRY, state=tmp_path
     )
     assert only_pinned.returncode == 0, only_pinned.stdout
     assert "2 of 2 drivers may be loaded; 2 would run only verified code." in only_pinned.stdout
 
 
-def test_they_load_with_their_quirks_reported(
-    reference_venv: Venv, config: Path, tmp_path: Path
-) -> None:
-    done = reference_venv.run(
-        "mcs-host",
-        "load",
-        "--json",
-        "--config",
-        config,
-        env={"MCS_HOST_STATE_DIR": str(tmp_path)},
-    )
+def test_they_load_with_their_quirks_reported(scene: Scene, config: Path, tmp_path: Path) -> None:
+    done = scene.host("load", "--json", "--config", config, state=tmp_path)
     assert done.returncode == 0, done.stdout
     report = json.loads(done.stdout)
     drivers = {d["label"]: d for d in report["drivers"]}
@@ -236,17 +203,17 @@ def test_they_load_with_their_quirks_reported(
     assert {t["name"] for t in report["tools"]} >= {"read_csv_head", "read_file", "getPet"}
 
 
-def test_csv_rows_from_an_llm_answer(reference_venv: Venv, config: Path, tmp_path: Path) -> None:
+def test_csv_rows_from_an_llm_answer(scene: Scene, config: Path, tmp_path: Path) -> None:
     call = {"tool": "read_csv_head", "arguments": {"path": "pets.csv", "limit": 2}}
     answer = f"Reading the file.\n```json\n{json.dumps(call)}\n```"
-    response = run(reference_venv, config, answer, tmp_path)
+    response = run(scene, config, answer, tmp_path)
     assert response["call_executed"], response
     assert response["tool_call_result"] == [
         {"name": "Rex", "kind": "dog", "age": "3"},
         {"name": "Tom", "kind": "cat", "age": "5"},
     ]
     summary = run(
-        reference_venv,
+        scene,
         config,
         '{"tool": "summarize_numeric_column", "arguments": {"path": "pets.csv", "column": "age"}}',
         tmp_path,
@@ -255,34 +222,32 @@ def test_csv_rows_from_an_llm_answer(reference_venv: Venv, config: Path, tmp_pat
 
 
 def test_files_listed_and_read_and_errors_reported_as_errors(
-    reference_venv: Venv, config: Path, tmp_path: Path
+    scene: Scene, config: Path, tmp_path: Path
 ) -> None:
-    listed = run(
-        reference_venv, config, '{"tool": "list_directory", "arguments": {"path": "."}}', tmp_path
-    )
+    listed = run(scene, config, '{"tool": "list_directory", "arguments": {"path": "."}}', tmp_path)
     assert sorted(e["name"] for e in listed["tool_call_result"]["entries"]) == [
         "notes.txt",
         "pets.csv",
     ]
     read = run(
-        reference_venv,
+        scene,
         config,
         '{"name": "read_file", "arguments": {"path": "notes.txt"}}',
         tmp_path,
     )
     assert read["tool_call_result"]["content"] == "feed the cat at six\n"
     missing = run(
-        reference_venv, config, '{"tool": "read_file", "arguments": {"path": "nope.txt"}}', tmp_path
+        scene, config, '{"tool": "read_file", "arguments": {"path": "nope.txt"}}', tmp_path
     )
     assert (missing["call_executed"], missing["call_failed"]) == (False, True)
     assert "read_file: Not a file:" in missing["call_detail"]
 
 
 def test_a_rest_operation_against_a_loopback_openapi_server(
-    reference_venv: Venv, config: Path, tmp_path: Path
+    scene: Scene, config: Path, tmp_path: Path
 ) -> None:
     response = run(
-        reference_venv,
+        scene,
         config,
         'Looking it up: {"tool": "getPet", "arguments": {"petId": "2"}}',
         tmp_path,
@@ -296,9 +261,7 @@ def test_a_rest_operation_against_a_loopback_openapi_server(
     }
 
 
-def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
-    reference_venv: Venv, tmp_path: Path
-) -> None:
+def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(scene: Scene, tmp_path: Path) -> None:
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -307,14 +270,14 @@ def test_a_rest_spec_that_cannot_be_fetched_is_a_clear_status(
         f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
         f'[drivers.mcs-rest]\nsettings = {{ url = "http://127.0.0.1:{port}/openapi.json" }}\n'
     )
-    (record,) = load(reference_venv, config, tmp_path).values()
+    (record,) = load(scene, config, tmp_path).values()
     assert (record["status"], record["reason"]) == ("failed", "no-tools")
     assert record["message"].startswith("RestToolDriver lists no tools; its healthcheck says")
     assert "unreachable" in record["message"]
 
 
 def test_an_unpinned_dependency_refuses_the_driver_until_its_fix_line_pins_it(
-    reference_venv: Venv, config: Path, tmp_path: Path
+    scene: Scene, config: Path, tmp_path: Path
 ) -> None:
     # a registry that pins the drivers and the MCS libraries, not requests
     document = json.loads(REGISTRY.read_text())
@@ -323,7 +286,7 @@ def test_an_unpinned_dependency_refuses_the_driver_until_its_fix_line_pins_it(
     partial.write_text(json.dumps(document))
     refusing = tmp_path / "refusing.toml"
     refusing.write_text(config.read_text().replace(str(REGISTRY), str(partial)))
-    drivers = load(reference_venv, refusing, tmp_path)
+    drivers = load(scene, refusing, tmp_path)
     assert (drivers["mcs-rest"]["status"], drivers["mcs-rest"]["reason"]) == (
         "rejected",
         "unverified-dependency",
@@ -334,31 +297,31 @@ def test_an_unpinned_dependency_refuses_the_driver_until_its_fix_line_pins_it(
     assert command == [
         "mcs-host", "lock", "mcs-rest", "--registry", str(partial), "--config", str(refusing)
     ]  # fmt: skip
-    done = reference_venv.run(*command, env={"MCS_HOST_STATE_DIR": str(tmp_path / "state")})
+    done = scene.host(*command[1:], state=tmp_path / "state")  # the command asserted above
     assert done.returncode == 0, done.stderr
     assert "pinned requests 2.34.2: sha256:" in done.stdout
-    drivers = load(reference_venv, refusing, tmp_path)
+    drivers = load(scene, refusing, tmp_path)
     assert drivers["mcs-rest"]["status"] == "mounted", drivers["mcs-rest"]
 
 
 def test_a_tampered_dependency_refuses_the_driver(
     tmp_path: Path, wheelhouse: Path, uv_cache: Path
 ) -> None:
-    venv = make_venv(
-        tmp_path / "venv",
+    scene = make_scene(
+        tmp_path,
         wheelhouse,
         uv_cache,
         "mcs-driver-csv==0.1.4",
         "mcs-adapter-localfs==0.2.0",
     )
-    (core,) = venv.site_packages.glob("mcs/driver/core/base_driver.py")
+    (core,) = scene.venv.site_packages.glob("mcs/driver/core/base_driver.py")
     core.write_text(core.read_text() + "\nTAMPERED = True\n")
     config = tmp_path / "mcs-host.toml"
     config.write_text(
         f"registries = [{str(REGISTRY)!r}]\n"
         f'[drivers.mcs-csv]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
     )
-    record = load(venv, config, tmp_path)["mcs-csv"]
+    record = load(scene, config, tmp_path)["mcs-csv"]
     assert (record["status"], record["reason"]) == ("rejected", "dependency-rejected")
     assert "mcs/driver/core/base_driver.py" in record["message"]
 
@@ -366,13 +329,13 @@ def test_a_tampered_dependency_refuses_the_driver(
 def test_the_filesystem_driver_without_its_undeclared_adapter(
     tmp_path: Path, wheelhouse: Path, uv_cache: Path
 ) -> None:
-    venv = make_venv(tmp_path / "venv", wheelhouse, uv_cache, "mcs-driver-filesystem==0.2.4")
+    scene = make_scene(tmp_path, wheelhouse, uv_cache, "mcs-driver-filesystem==0.2.4")
     config = tmp_path / "mcs-host.toml"
     config.write_text(
         f"registries = [{str(REGISTRY)!r}]\nautoload = false\n"
         f'[drivers.mcs-filesystem]\nsettings = {{ base_dir = "{tmp_path}" }}\n'
     )
-    (record,) = load(venv, config, tmp_path).values()
+    (record,) = load(scene, config, tmp_path).values()
     assert (record["status"], record["reason"]) == ("failed", "missing-dependency")
     assert record["message"] == (
         "mcs-driver-filesystem needs (it does not declare it; the registry says so) "
@@ -381,29 +344,29 @@ def test_the_filesystem_driver_without_its_undeclared_adapter(
 
 
 def test_a_one_off_command_with_settings_for_the_reference_drivers_mounts_them(
-    reference_venv: Venv, tmp_path: Path
+    scene: Scene, tmp_path: Path
 ) -> None:
     # its --set labels are declared only by the registry: they were unknown to --set (exit 2)
-    command = ["mcs-host", "load", "--registry", "registry.json"]
+    command = ["load", "--registry", "registry.json"]
     command += ["--set", "mcs-csv.base_dir=data", "--set", "mcs-filesystem.base_dir=data"]
     command += ["--set", "mcs-rest.url=http://127.0.0.1:8000/openapi.json"]
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "pets.csv").write_text("name,kind\nRex,dog\n")
     (tmp_path / "registry.json").write_bytes(REGISTRY.read_bytes())
-    done = reference_venv.run(*command, "--json", cwd=tmp_path)
+    done = scene.host(*command, "--json", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
     drivers = {d["label"]: d for d in json.loads(done.stdout)["drivers"]}
     assert drivers["mcs-csv"]["status"] == "mounted", drivers["mcs-csv"]
     assert drivers["mcs-filesystem"]["status"] == "mounted", drivers["mcs-filesystem"]
     # nothing serves its OpenAPI document here: a clear status, not an unknown label
     assert drivers["mcs-rest"]["reason"] in ("mounted", "no-tools"), drivers["mcs-rest"]
-    unknown = reference_venv.run(*command[:-2], "--set", "mcs-cvs.base_dir=data", cwd=tmp_path)
+    unknown = scene.host(*command[:-2], "--set", "mcs-cvs.base_dir=data", cwd=tmp_path)
     assert unknown.returncode == 2
     assert "no driver or MCP server has the label 'mcs-cvs'" in unknown.stderr
 
 
 def test_lock_pins_a_reference_driver_by_the_label_a_registry_declares(
-    reference_venv: Venv, tmp_path: Path
+    scene: Scene, tmp_path: Path
 ) -> None:
     # the fix printed for a release no registry pins says `mcs-host lock LABEL`: for a driver
     # with no entry point, the label a registry declares (it said: no installed driver)
@@ -411,10 +374,9 @@ def test_lock_pins_a_reference_driver_by_the_label_a_registry_declares(
     config = tmp_path / "mcs-host.toml"
     config.write_text('registries = ["registry.json"]\n')
     mine = tmp_path / "mine.json"
-    done = reference_venv.run(
-        "mcs-host", "lock", "mcs-csv", "--config", config, "--registry", mine, "--json",
-        cwd=tmp_path,
-    )  # fmt: skip
+    done = scene.host(
+        "lock", "mcs-csv", "--config", config, "--registry", mine, "--json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     written = json.loads(mine.read_text())["drivers"]
     declared = json.loads(REGISTRY.read_text())["drivers"]
@@ -435,6 +397,6 @@ def test_lock_pins_a_reference_driver_by_the_label_a_registry_declares(
         }, name
     # no registry read declares it: the error says where a declaration would come from
     other = tmp_path / "other.json"
-    elsewhere = reference_venv.run("mcs-host", "lock", "mcs-csv", "--registry", other, cwd=tmp_path)
+    elsewhere = scene.host("lock", "mcs-csv", "--registry", other, cwd=tmp_path)
     assert elsewhere.returncode == 2
     assert "no registry" in elsewhere.stderr
