@@ -61,18 +61,20 @@ class Scene:
         *args: str | Path,
         home: Path | None = None,
         state: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL,
         output: int | None = subprocess.DEVNULL,
     ) -> subprocess.Popen[str]:
-        """``mcs-host ARGS`` running in ``root`` with :meth:`environment` as its whole
-        environment; its stdout and stderr go to ``output`` (default: discarded;
-        ``subprocess.PIPE`` to read them)."""
+        """``mcs-host ARGS`` running in ``root`` with :meth:`environment` and ``env`` as its
+        whole environment; its stdin is ``stdin`` (default: none), its stdout and stderr go
+        to ``output`` (default: discarded; ``subprocess.PIPE`` to read them)."""
         return subprocess.Popen(
             [str(self.venv.bin / "mcs-host"), *map(str, args)],
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=output,
             stderr=output,
             text=True,
-            env=self.environment(home=home, state=state),
+            env={**self.environment(home=home, state=state), **(env or {})},
             cwd=self.root,
         )
 

@@ -389,14 +389,8 @@ def test_a_planted_mcp_package_is_the_hosts_only_under_serve(
 def start_stdio(scene: ServeScene) -> subprocess.Popen[str]:
     """``mcs-host serve`` as :meth:`Scene.start` starts it, but with its stdin a pipe, once
     it serves."""
-    process = subprocess.Popen(
-        [str(scene.venv.bin / "mcs-host"), "serve", "--config", str(scene.config)],
-        env=scene.environment(),
-        cwd=scene.root,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = scene.start(
+        "serve", "--config", scene.config, stdin=subprocess.PIPE, output=subprocess.PIPE
     )
     assert process.stderr is not None
     for line in process.stderr:  # the load report comes first, then it serves
@@ -449,16 +443,10 @@ ACCEPT = "application/json, text/event-stream"
 def start_serving(
     scene: ServeScene, port: int, *args: str | Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """``mcs-host serve --config CONFIG ARGS`` in ``root`` with :meth:`Scene.environment`
-    and ``env`` as its whole environment, once it listens on ``port``."""
-    command = [scene.venv.bin / "mcs-host", "serve", "--config", scene.config, *args]
-    process = subprocess.Popen(
-        [str(c) for c in command],
-        env={**scene.environment(), **(env or {})},
-        cwd=scene.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    """``mcs-host serve --config CONFIG ARGS`` as :meth:`Scene.start` starts it, with ``env``
+    and the test's stdin, its output piped, once it listens on ``port``."""
+    process = scene.start(
+        "serve", "--config", scene.config, *args, env=env, stdin=None, output=subprocess.PIPE
     )
     wait_for_port(port, process)
     return process
