@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from .calls import TextCall
-from .healing import OPEN_INVOKE, Unhealable, heal
+from .healing import Unhealable, heal
 
 __all__: list[str] = []  # shared by the text formats; nothing public
 
@@ -334,13 +334,13 @@ def cut_off(what: str) -> str:
 
 def ended(calls: Iterable[TextCall], whole: bool, closing: str) -> list[TextCall]:
     """The calls of a body that runs to the end of the text, its ``closing`` tag or stop
-    token never written. Servers take a stop token off (Ollama and llama.cpp hand gpt-oss's
-    call over without ``<|call|>``), so when the body is ``whole`` (complete as written) each
-    call is as read, unless its arguments needed a repair; a body that is not whole was cut
-    off, and none of its calls runs."""
+    token never written, in a form that closes itself (JSON, a pythonic list, a fenced
+    block): when the body is ``whole`` (complete as written) each call is as read, unless
+    its arguments needed a repair; otherwise none runs. An XML invoke does not close itself
+    (another parameter may follow the last one): without its closing tag it was cut off."""
     return [
         call
-        if whole and (call.problem or all(note == OPEN_INVOKE for note in call.healed))
+        if whole and (call.problem or not call.healed)
         else TextCall(call.name, None, cut_off(closing), id=call.id)
         for call in calls
     ]
@@ -356,10 +356,8 @@ def whole_json(text: str) -> bool:
 
 
 def parameters_closed(body: str, *tags: tuple[str, str]) -> bool:
-    """Whether the body of an XML invoke whose own closing tag never came is parameters and
-    nothing else, each closed: one at least, each an opening of ``tags`` read to its closing
-    tag, whitespace between. Such an invoke is whole as written (the server took its stop
-    token off); anything else after the last closed parameter means the text was cut off."""
+    """Whether the body of an XML invoke is parameters and nothing else, each closed: one at
+    least, each an opening of ``tags`` read to its closing tag, whitespace between."""
     at, length, count = 0, len(body), 0
     while True:
         while at < length and body[at] in " \t\r\n":

@@ -366,7 +366,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [
                 (
                     "get_weather",
-                    "problem: the call was cut off (the tool call's end token never came)",
+                    "problem: the call was cut off (</steptml:invoke> never came)",
                 )
             ],
         ),
@@ -447,7 +447,7 @@ CASES: dict[str, dict[str, tuple[str, Expected]]] = {
             [
                 (
                     "get_weather",
-                    "problem: the call was cut off (the tool call's end token never came)",
+                    "problem: the call was cut off (</steptml:invoke> never came)",
                 )
             ],
         ),
@@ -1429,10 +1429,12 @@ def test_shapes_the_upstream_parsers_read_in_their_own_way(
 
 # -- the end of the text: a stop token taken off is not a cut-off -----------------------------
 
-# Each response ends where the server stopped the model and took the closing tag or stop token
-# off (Ollama and llama.cpp hand gpt-oss's call over without <|call|>): the call is whole as
-# written and runs. The outputs are what the named upstream tests feed their parsers, with
-# our tools' names and arguments.
+# Each response ends where the server stopped the model and took the stop token off (Ollama
+# and llama.cpp hand gpt-oss's call over without <|call|>), or where the model stopped right
+# after a body that closes itself (a JSON value, a pythonic list, a fenced block), or after an
+# XML invoke that closed, its block's closing tag never written: the call is whole as written
+# and runs. The outputs are what the named upstream tests feed their parsers, with our tools'
+# names and arguments.
 AT_THE_END: dict[str, tuple[str, Expected]] = {
     # llama.cpp tests/test-chat.cpp, test_gpt_oss_parser: the call after the analysis channel
     "gpt-oss after its analysis": (
@@ -1484,26 +1486,12 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n",
         [WEATHER],
     ),
-    "qwen3-coder without </function>": (
-        "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
-        "<parameter=date>\n2025-03-14\n</parameter>\n",
-        [FLIGHT],
-    ),
     # vLLM tests/tool_parsers/test_seed_oss_tool_parser.py
     "seed-oss without </seed:tool_call>": (
         "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n</function>",
         [WEATHER],
     ),
-    # SGLang test/registered/unit/function_call/test_function_call_parser.py, GLM-4.5
-    "glm without </tool_call>": (
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n",
-        [WEATHER],
-    ),
     # vLLM tests/tool_parsers/test_minimax_m2_tool_parser.py
-    "minimax-m2 without </invoke>": (
-        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n',
-        [WEATHER],
-    ),
     "minimax-m2 without </minimax:tool_call>": (
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n'
         "</invoke>\n",
@@ -1516,9 +1504,9 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         [WEATHER],
     ),
     # vLLM tests/tool_parsers/test_deepseekv32_tool_parser.py
-    "deepseek-dsml without </invoke>": (
+    "deepseek-dsml without </function_calls>": (
         f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
-        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>\n',
         [WEATHER],
     ),
     # vLLM tests/tool_parsers/test_deepseekv3_tool_parser.py and test_deepseekv31_tool_parser.py
@@ -1557,7 +1545,7 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
     # the families added since, from the same upstream tests as their cases above
     "step3 without a section or its end token": (
         f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">\n'
-        '<steptml:parameter name="city">Oslo</steptml:parameter>\n',
+        '<steptml:parameter name="city">Oslo</steptml:parameter>\n</steptml:invoke>',
         [WEATHER],
     ),
     "gemma4 without <tool_call|>": ('<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}', [WEATHER]),
@@ -1565,13 +1553,9 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]',
         [WEATHER],
     ),
-    "minicpm5 without </function>": (
-        '<function name="get_weather"><param name="city">Oslo</param>',
-        [WEATHER],
-    ),
-    "kimi-k3 without its closing tokens": (
+    "kimi-k3 without <|close|>tools<|sep|>": (
         f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
-        f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}',
+        f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}{K3C}call{K3S}',
         [WEATHER],
     ),
     "llama python_tag without <|eom_id|>": (
@@ -1583,13 +1567,10 @@ AT_THE_END: dict[str, tuple[str, Expected]] = {
         '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}}',
         [WEATHER],
     ),
-    "minimax-m3 without </invoke> or </tool_call>": (
-        f"{M3}{m3('get_weather', city='Oslo')}".removesuffix(f"{NS}</invoke>\n"),
-        [WEATHER],
-    ),
-    "deepseek-v4-dsml without </invoke>": (
+    "minimax-m3 without </tool_call>": (f"{M3}{m3('get_weather', city='Oslo')}", [WEATHER]),
+    "deepseek-v4-dsml without </tool_calls>": (
         f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
-        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>',
         [WEATHER],
     ),
 }
@@ -1721,7 +1702,8 @@ def test_the_same_brace_short_call_before_its_end_token_is_mended_and_runs(
 
 @pytest.mark.parametrize("provider", list(CUT_RESPONSES))
 @pytest.mark.parametrize(
-    "case", ["gpt-oss after its analysis", "hermes at EOS", "minimax-m2 without </invoke>"]
+    "case",
+    ["gpt-oss after its analysis", "hermes at EOS", "minimax-m2 without </minimax:tool_call>"],
 )
 def test_a_whole_call_at_the_end_of_a_response_cut_at_the_length_limit_is_still_not_run(
     provider: str, case: str
@@ -1744,6 +1726,299 @@ def test_no_call_in_reasoning_runs_though_its_closing_tag_never_came() -> None:
     )
     assert detect(text, KNOWN).calls == ()
     assert detect('<think>\n<tool_call>\n{"name": "get_time", "arguments": {}}', KNOWN).calls == ()
+
+
+# -- each family's end: a stop token the server takes off, or text the model writes ----------
+
+# Per family: its end marker, whether that marker is a stop token (servers take it off before
+# they hand the text over) or text the model writes before its stop token, the response as a
+# server hands it over when the model finished (its stop token taken off: the call runs), and
+# the response cut where an end the model writes never came (the call is cut off, its problem
+# naming what never came). A body that closes itself (a JSON value, a pythonic list, a fenced
+# block) has said that its arguments are done, so it runs whole as written whether its
+# closing tag is text or a stop token (vLLM's Hermes parser test "until EOS"); an XML invoke
+# does not close itself (another parameter may follow the last closed one), so without its
+# closing tag, text every XML family writes, it was cut off, however whole it reads. The
+# table in docs/reference/detection-formats.md gives the source of each row.
+ENDS: dict[str, tuple[str, str, str, Expected, str]] = {
+    # family: (end marker, "stop" or "text", finished response, its calls, cut response)
+    "harmony": (
+        "<|call|>",
+        "stop",
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}',
+        [WEATHER],
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Os',
+    ),
+    "llama": (
+        "<|eom_id|>",
+        "stop",
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+        [WEATHER],
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}',
+    ),
+    "gigachat": (
+        "</s>",
+        "stop",
+        '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [WEATHER],
+        '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo"}',
+    ),
+    "internlm": (
+        "<|action_end|>",
+        "stop",
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+        [WEATHER],
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}',
+    ),
+    # no end marker of their own: the model stops on its end-of-sequence token right after the
+    # arguments' JSON (Mistral's </s>, Functionary's <|eot_id|>, Granite 3's <|end_of_text|>)
+    "mistral": (
+        "the end of its arguments",
+        "stop",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"}',
+        [WEATHER],
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"',
+    ),
+    "functionary-v3.2": (
+        "the end of its arguments",
+        "stop",
+        '>>>get_weather\n{"city": "Oslo"}',
+        [WEATHER],
+        '>>>get_weather\n{"city": "Oslo"',
+    ),
+    "granite": (
+        "the closing bracket",
+        "stop",
+        '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+        [WEATHER],
+        '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+    ),
+    # text the model writes, after a body that closes itself
+    "hermes": (
+        "</tool_call>",
+        "text",
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [WEATHER],
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
+    ),
+    "kimi-k2": (
+        "<|tool_call_end|>",
+        "text",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Oslo"}',
+        [WEATHER],
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Oslo"',
+    ),
+    "lfm2": (
+        "<|tool_call_end|>",
+        "text",
+        '<|tool_call_start|>[get_weather(city="Oslo")]',
+        [WEATHER],
+        '<|tool_call_start|>[get_weather(city="Oslo")',
+    ),
+    "tool_calls-tag": (
+        "</tool_calls>",
+        "text",
+        '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        [WEATHER],
+        '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
+    ),
+    "apertus": (
+        "<|tools_suffix|>",
+        "text",
+        '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]',
+        [WEATHER],
+        '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}',
+    ),
+    "command": (
+        "<|END_ACTION|>",
+        "text",
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", '
+        '"parameters": {"city": "Oslo"}}]',
+        [WEATHER],
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", '
+        '"parameters": {"city": "Oslo"}}',
+    ),
+    "deepseek-v3": (
+        "the tool call's end token",
+        "text",
+        f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}\n```',
+        [WEATHER],
+        f'{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n```json\n{{"city": "Oslo"}}',
+    ),
+    "llama4": (
+        "<|python_end|>",
+        "text",
+        '<|python_start|>[get_weather(city="Oslo")]',
+        [WEATHER],
+        '<|python_start|>[get_weather(city="Oslo")',
+    ),
+    "functiongemma": (
+        "<end_function_call>",
+        "text",
+        "<start_function_call>call:get_weather{city:<escape>Oslo<escape>}",
+        [WEATHER],
+        "<start_function_call>call:get_weather{city:<escape>Oslo<escape>",
+    ),
+    "gemma4": (
+        "<tool_call|>",
+        "text",
+        '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>}',
+        [WEATHER],
+        '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>',
+    ),
+    # text the model writes, closing an XML invoke: without it, cut off whatever it holds
+    "qwen3-coder": (
+        "</function>",
+        "text",
+        "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
+        "<parameter=date>\n2025-03-14\n</parameter>\n</function>\n</tool_call>",
+        [FLIGHT],
+        "<tool_call>\n<function=lookup_flight>\n<parameter=flight_no>\nLH404\n</parameter>\n"
+        "<parameter=date>\n2025-03-14\n</parameter>\n",
+    ),
+    "seed-oss": (
+        "</function>",
+        "text",
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n</function>\n"
+        "</seed:tool_call>",
+        [WEATHER],
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n",
+    ),
+    "glm": (
+        "</tool_call>",
+        "text",
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call>",
+        [WEATHER],
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n",
+    ),
+    "minicpm5": (
+        "</function>",
+        "text",
+        '<function name="get_weather"><param name="city">Oslo</param></function>',
+        [WEATHER],
+        '<function name="get_weather"><param name="city">Oslo</param>',
+    ),
+    "minimax-m2": (
+        "</invoke>",
+        "text",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n'
+        "</invoke>\n</minimax:tool_call>",
+        [WEATHER],
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n',
+    ),
+    "minimax-m3": (
+        "</invoke>",
+        "text",
+        f"{M3}{m3('get_weather', city='Oslo')}{M3_END}",
+        [WEATHER],
+        f"{M3}{m3('get_weather', city='Oslo')}".removesuffix(f"{NS}</invoke>\n"),
+    ),
+    "step3": (
+        "</steptml:invoke>",
+        "text",
+        f'<{B}tool_calls_begin{B}><{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
+        f'<steptml:parameter name="city">Oslo</steptml:parameter></steptml:invoke><{B}tool_call_end{B}><{B}tool_calls_end{B}>',
+        [WEATHER],
+        f'<{B}tool_calls_begin{B}><{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
+        '<steptml:parameter name="city">Oslo</steptml:parameter>',
+    ),
+    "step3-without-section": (
+        "</steptml:invoke>",
+        "text",
+        f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
+        f'<steptml:parameter name="city">Oslo</steptml:parameter></steptml:invoke><{B}tool_call_end{B}>',
+        [WEATHER],
+        f'<{B}tool_call_begin{B}>function<{B}tool_sep{B}><steptml:invoke name="get_weather">'
+        '<steptml:parameter name="city">Oslo</steptml:parameter>',
+    ),
+    "deepseek-dsml": (
+        f"</{DSML}invoke>",
+        "text",
+        f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>\n'
+        f"</{DSML}function_calls>",
+        [WEATHER],
+        f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+    ),
+    "deepseek-v4-dsml": (
+        f"</{DSML}invoke>",
+        "text",
+        f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n</{DSML}invoke>\n'
+        f"</{DSML}tool_calls>",
+        [WEATHER],
+        f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Oslo</{DSML}parameter>\n',
+    ),
+    "kimi-k3": (
+        f"{K3C}call{K3S}",
+        "text",
+        f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+        f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}{K3C}call{K3S}'
+        f"{K3C}tools{K3S}",
+        [WEATHER],
+        f'{K3}tools{K3S}{K3}call tool="get_weather" index="1"{K3S}'
+        f'{K3}argument key="city" type="string"{K3S}Oslo{K3C}argument{K3S}',
+    ),
+}
+
+
+@pytest.mark.parametrize("family", list(ENDS))
+def test_a_call_runs_when_the_server_took_only_its_stop_token_off(family: str) -> None:
+    _, _, text, expected, _ = ENDS[family]
+    assert found(text) == expected
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (True, False), response
+    assert tools.ran == [name for name, _ in expected]
+
+
+@pytest.mark.parametrize("family", list(ENDS))
+def test_a_call_whose_end_never_came_is_cut_off_and_says_what_never_came(family: str) -> None:
+    end, _, _, _, text = ENDS[family]
+    calls = detect(text, KNOWN).calls
+    assert calls
+    problem = f"the call was cut off ({end} never came); it was not run"
+    assert all(call.problem == problem for call in calls), calls
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (False, True), response
+    assert f"({end} never came)" in (response.call_detail or "")
+    assert tools.ran == []
+
+
+# vLLM tests/tool_parsers/test_deepseekv4_tool_parser.py, test_function_calls_block_is_not_accepted:
+# V4's parser takes no V3.2 function_calls block. The two are separate formats here: each
+# reads only its own blocks, up to its own closing tag. The V4 test's text (V4's call with the
+# block renamed) is exactly V3.2's call (tests/tool_parsers/test_deepseekv32_tool_parser.py),
+# and the host does not know which model wrote it, so V3.2's format reads it.
+V4_CALL = (
+    f'<{DSML}tool_calls>\n<{DSML}invoke name="search_docs">\n'
+    f'<{DSML}parameter name="query" string="true">vllm</{DSML}parameter>\n'
+    f"</{DSML}invoke>\n</{DSML}tool_calls>"
+)
+
+
+def test_deepseek_v4s_format_takes_no_v3_2_function_calls_block() -> None:
+    v3_2 = V4_CALL.replace("tool_calls", "function_calls")
+    assert (detect(V4_CALL, KNOWN).format, found(V4_CALL)) == (
+        "deepseek-v4-dsml",
+        [("search_docs", {"query": "vllm"})],
+    )
+    assert (detect(v3_2, KNOWN).format, found(v3_2)) == (
+        "deepseek-dsml",
+        [("search_docs", {"query": "vllm"})],
+    )
+
+
+def test_every_family_with_an_end_of_its_own_has_its_end_in_the_table() -> None:
+    # the rest have no end of their own: their JSON ends them (xLAM, Phi-4-mini, Mistral's
+    # array)
+    assert set(CASES) - set(ENDS) == {"mistral-array", "xlam", "phi4-mini"}
+    assert {kind for _, kind, *_ in ENDS.values()} == {"stop", "text"}
 
 
 # -- values arrive byte-exact -----------------------------------------------------------------
@@ -1835,13 +2110,43 @@ def test_a_string_value_arrives_byte_exact_in_every_xml_family(family: str) -> N
     assert response.tool_call_result == EDIT
 
 
-@pytest.mark.parametrize("family", list(EDIT_FILE))
-def test_a_string_value_arrives_byte_exact_when_the_closing_tags_were_taken_off(
+INVOKE_CLOSING = {
+    "qwen3-coder": "</function>",
+    "seed-oss": "</function>",
+    "minimax-m2": "</invoke>",
+    "step3": "</steptml:invoke>",
+    "deepseek-dsml": f"</{DSML}invoke>",
+}
+"""The tag that closes an invoke inside its family's block (GLM's call has none: its
+``</tool_call>`` closes both)."""
+
+
+@pytest.mark.parametrize("family", list(INVOKE_CLOSING))
+def test_a_string_value_arrives_byte_exact_when_the_blocks_closing_tag_was_taken_off(
     family: str,
 ) -> None:
-    # cut right after the last parameter: the same value, and a call that runs
+    # cut right after the invoke's closing tag: the same value, and a call that runs
+    text = EDIT_FILE[family]
+    closing = INVOKE_CLOSING[family]
+    text = text[: text.rindex(closing) + len(closing)]
+    assert found(text) == [("edit_file", EDIT)]
+    response = Orchestrator({"editor": Editor()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == EDIT
+
+
+@pytest.mark.parametrize("family", list(EDIT_FILE))
+def test_an_xml_call_cut_right_after_its_last_parameter_is_cut_off_and_not_run(
+    family: str,
+) -> None:
+    # every parameter is whole, but the invoke's closing tag is text the model writes before
+    # its stop token: another parameter may have followed, so the call is not run
     text = EDIT_FILE[family]
     last = max(text.rfind("</parameter>"), text.rfind("</arg_value>"))
     last = max(last, text.rfind(f"</{DSML}parameter>"), text.rfind("</steptml:parameter>"))
     text = text[: text.index(">", last) + 1]
-    assert found(text) == [("edit_file", EDIT)]
+    ((name, problem),) = found(text)
+    assert name == "edit_file"
+    assert problem.startswith("problem: the call was cut off (")
+    response = Orchestrator({"editor": Editor()}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (False, True), response

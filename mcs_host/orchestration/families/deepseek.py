@@ -7,14 +7,18 @@ U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each c
 - Step-3: ``function<|tool_sep|><steptml:invoke name="..."><steptml:parameter name="k">v``,
   also written without the ``<|tool_calls_begin|>`` section around its calls;
 
-and V3.2's DSML: ``<|DSML|function_calls>`` (V4: ``<|DSML|tool_calls>``), each
-``<|DSML|invoke name="...">`` with ``<|DSML|parameter name="k" string="true|false">v
-</|DSML|parameter>`` (a string as it is, anything else JSON). R1's reasoning is ``<think>``,
-which the text step sets aside.
+and the DSML of V3.2 (``<|DSML|function_calls>``) and V4 (``<|DSML|tool_calls>``), two
+formats: each reads only its own block, up to its own closing tag (vLLM's V4 parser test
+``test_function_calls_block_is_not_accepted``), each ``<|DSML|invoke name="...">`` with
+``<|DSML|parameter name="k" string="true|false">v</|DSML|parameter>`` (a string as it is,
+anything else JSON). R1's reasoning is ``<think>``, which the text step sets aside.
 
-Step-3's and DSML's values are written right after their opening tag and kept as written. A
-call at the end of the text whose end token or closing tag never came runs when it is whole
-as written (JSON that parses as it is, parameters all closed); otherwise it was cut off.
+Step-3's and DSML's values are written right after their opening tag and kept as written.
+Every end token and closing tag here is text the model writes before its stop token
+``<|end▁of▁sentence|>``. At the end of the text, a call whose body closes itself (V3's
+fenced block, V3.1's JSON, a DSML invoke holding a JSON object) runs when it is whole as
+written; an invoke whose ``</steptml:invoke>`` or ``</|DSML|invoke>`` never came was cut
+off, whatever it holds (another parameter may have followed the last one).
 """
 
 from __future__ import annotations
@@ -24,12 +28,10 @@ from collections.abc import Collection
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import (
     call_with_arguments,
     cut_off,
     ended,
-    parameters_closed,
     whole_json,
     xml_arguments,
     xml_value,
@@ -48,14 +50,11 @@ _CALL = re.compile(
 _CALL_BEGIN = re.compile(rf"<{_BAR}tool{_S}call{_S}begin{_BAR}>")
 _SEP = re.compile(rf"<{_BAR}tool{_S}sep{_BAR}>")
 _STEP_INVOKE = re.compile(r'<steptml:invoke name="([^"]+)">(.*?)(</steptml:invoke>|\Z)', re.DOTALL)
-_STEP_TAGS = ("<steptml:parameter name=", "</steptml:parameter>")
 _STEP_PARAMETER = re.compile(
     r'<steptml:parameter name="([^"]+)">(.*?)(?:</steptml:parameter>|\Z)', re.DOTALL
 )
 _DSML = f"{_BAR}DSML{_BAR}"
-_DSML_BLOCK = re.compile(rf"<{_DSML}(?:function|tool)_calls>")
 _DSML_INVOKE = re.compile(rf'<{_DSML}invoke name="([^"]+)">(.*?)(</{_DSML}invoke>|\Z)', re.DOTALL)
-_DSML_TAGS = (f"<{_DSML}parameter name=", f"</{_DSML}parameter>")
 _DSML_PARAMETER = re.compile(
     rf'<{_DSML}parameter name="([^"]+)"(?:\s+string="(true|false)")?>(.*?)'
     rf"(</{_DSML}parameter>|\Z)",
@@ -83,7 +82,10 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
             continue
         call = _one(body)
         if call is not None and not closing:  # at the end of the text
-            (call,) = ended([call], call.problem is None, "the tool call's end token")
+            # a Step-3 invoke said itself whether it closed; V3's fence and V3.1's JSON
+            # close themselves, and are whole when they read without a problem
+            whole = call.problem is None or "<steptml:invoke" in body
+            (call,) = ended([call], whole, "the tool call's end token")
         if call is not None:
             calls.append(call)
     if step_only and not calls:
@@ -101,10 +103,10 @@ def _one(body: str) -> TextCall | None:
         if invoke is None:
             return None
         name, inner, closing = invoke.groups()
-        if not closing and not parameters_closed(inner, _STEP_TAGS):
+        if not closing:  # another parameter may have followed the last one
             return TextCall(name, None, cut_off("</steptml:invoke>"))
         values, texts = xml_arguments(_STEP_PARAMETER.findall(inner))  # values as written
-        return TextCall(name, values, healed=() if closing else (OPEN_INVOKE,), texts=texts)
+        return TextCall(name, values, texts=texts)
     if kind.strip() == "function":  # V3 and R1: the name, then a fenced block
         fenced = _fenced(rest)
         if fenced is None:
@@ -136,14 +138,39 @@ def _split_sep(body: str) -> tuple[str, str, str]:
 
 
 def dsml(text: str, known: Collection[str]) -> TextDetection | None:
-    """DeepSeek V3.2: each ``invoke`` in the ``function_calls`` block (V4: ``tool_calls``)."""
-    found = _DSML_BLOCK.search(text)
-    if found is None:
+    """DeepSeek V3.2: the invokes of each ``function_calls`` block."""
+    return _dsml_blocks(text, "function_calls", "deepseek-dsml")
+
+
+def dsml_v4(text: str, known: Collection[str]) -> TextDetection | None:
+    """DeepSeek V4: the invokes of each ``tool_calls`` block; a ``function_calls`` block is
+    V3.2's, not V4's."""
+    return _dsml_blocks(text, "tool_calls", "deepseek-v4-dsml")
+
+
+def _dsml_blocks(text: str, kind: str, fmt: str) -> TextDetection | None:
+    """The invokes of each ``<|DSML|KIND>`` block, up to its ``</|DSML|KIND>`` (or the end of
+    the text); ``None`` when no such block begins. Substring searches from block to block:
+    the text is read once."""
+    opening, closing = f"<{_DSML}{kind}>", f"</{_DSML}{kind}>"
+    at = text.find(opening)
+    if at == -1:
         return None
-    start = found.start()
+    calls: list[TextCall] = []
+    while at != -1:
+        start = at + len(opening)
+        end = text.find(closing, start)
+        calls.extend(_dsml_invokes(text[start : len(text) if end == -1 else end]))
+        at = -1 if end == -1 else text.find(opening, end + len(closing))
+    return TextDetection(tuple(calls), fmt)
+
+
+def _dsml_invokes(block: str) -> list[TextCall]:
+    """The calls of one block's invokes. An invoke without ``</|DSML|invoke>`` was cut off,
+    unless it holds a JSON object whole as written (that closes itself)."""
     calls = []
-    for name, body, closing in _DSML_INVOKE.findall(text, start):
-        if not closing and not (parameters_closed(body, _DSML_TAGS) or whole_json(body.strip())):
+    for name, body, closing in _DSML_INVOKE.findall(block):
+        if not closing and not whole_json(body.strip()):
             calls.append(TextCall(name, None, cut_off(f"</{_DSML}invoke>")))
             continue
         arguments: dict[str, Any] = {}
@@ -164,12 +191,12 @@ def dsml(text: str, known: Collection[str]) -> TextDetection | None:
             else:
                 calls.append(TextCall(name, None, "the invoke holds no parameters"))
             continue
-        healed = () if closing else (OPEN_INVOKE,)
-        calls.append(TextCall(name, None if problem else arguments, problem, healed, texts=texts))
-    return TextDetection(tuple(calls), "deepseek-dsml")
+        calls.append(TextCall(name, None if problem else arguments, problem, texts=texts))
+    return calls
 
 
 FORMATS = (
     TextFormat("deepseek", tool_calls, (f"<{_BAR}tool",), 130),
-    TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>", f"<{_DSML}tool_calls>"), 131),
+    TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>",), 131),
+    TextFormat("deepseek-v4-dsml", dsml_v4, (f"<{_DSML}tool_calls>",), 132),
 )

@@ -1,7 +1,8 @@
 """Functionary v3.2: each message after ``>>>RECIPIENT`` and a newline; ``>>>all`` is text
 for the user, ``>>>NAME`` a call whose arguments are the JSON object that follows, up to the
-next ``>>>`` header or the end of the text. The format has no closing token: a call runs
-when its JSON parses as written, and nothing in it is repaired."""
+next ``>>>`` header or the end of the text. The format has no closing token (the model stops
+on ``<|eot_id|>``, which servers take off): a call runs when its JSON parses as written, and
+nothing in it is repaired."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import call_with_arguments, whole_json
+from mcs_host.orchestration.scanning import call_with_arguments, cut_off, whole_json
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -29,8 +30,10 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
             continue  # text for the user, or prose after a '>>>word' line
         if not whole_json(body):
             last = end == len(text)
-            what = "the call was cut off" if last else "the arguments are not whole JSON"
-            calls.append(TextCall(name, None, f"{what}; it was not run"))
+            problem = "the arguments are not whole JSON; it was not run"
+            calls.append(
+                TextCall(name, None, cut_off("the end of its arguments") if last else problem)
+            )
             continue
         calls.append(call_with_arguments(name, body))
     return TextDetection(tuple(calls), "functionary-v3.2") if calls else None

@@ -1,13 +1,17 @@
 """Hermes, Qwen, GLM and Granite 4: ``<tool_call>`` tags, each holding a JSON call (Hermes,
 Qwen 2.5/3, Granite 4), Qwen3-Coder's XML (``<function=name><parameter=key>value``) or GLM
 4.5-4.7's ``name<arg_key>key</arg_key><arg_value>value</arg_value>``; and Qwen3-Coder's
-``<function=...>`` without the tag. A tag that never closes runs to the end of the text: its
-calls run when they are whole as written (JSON that parses as it is, parameters all closed),
-as servers take the stop token off; otherwise they were cut off. Qwen's template writes a
-newline after ``<parameter=k>`` and before ``</parameter>``: that one is taken off each side,
-the rest of the value kept as written; GLM writes its values without one. GLM-4.6/4.7 may
-write an array or object as a JSON string (``"[\\"a\\"]"``): it is read as what it holds,
-and its string kept for a tool whose schema takes a string."""
+``<function=...>`` without the tag. A tag that never closes runs to the end of the text. A
+JSON call there runs when it is whole as written: its last brace ends its arguments, and the
+model may stop (EOS) right after it. XML parameters do not end themselves, and every closing
+tag here is text the model writes before its stop token (Qwen's ``<|im_end|>``, GLM's
+``<|observation|>``): a Qwen3-Coder function without ``</function>``, or a GLM call without
+``</tool_call>``, was cut off, whatever it holds (another parameter may have followed the
+last one). A function that closed runs without the ``</tool_call>`` after it. Qwen's
+template writes a newline after ``<parameter=k>`` and before ``</parameter>``: that one is
+taken off each side, the rest of the value kept as written; GLM writes its values without
+one. GLM-4.6/4.7 may write an array or object as a JSON string (``"[\\"a\\"]"``): it is read
+as what it holds, and its string kept for a tool whose schema takes a string."""
 
 from __future__ import annotations
 
@@ -16,13 +20,11 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import (
     call_with_arguments,
     calls_from_fragment,
     cut_off,
     ended,
-    parameters_closed,
     whole_json,
     xml_arguments,
     xml_value,
@@ -50,7 +52,7 @@ def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
         elif body.lstrip()[:1] in ("{", "["):
             found = calls_from_fragment(body.strip(), "<tool_call>")
         else:
-            found = _glm(body, known, bool(closing))
+            found = _glm(body, known)
         if not closing:  # at the end of the text
             found = ended(found, _whole(body), "</tool_call>")
         calls.extend(found)
@@ -59,19 +61,13 @@ def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
 
 def _whole(body: str) -> bool:
     """Whether a ``<tool_call>`` body that runs to the end of the text is complete as
-    written: JSON that parses as it is, XML functions with nothing begun after the last, or
-    GLM's name and key/value pairs, every value closed."""
+    written: JSON that parses as it is, or XML functions with nothing begun after the last
+    (each of which says itself whether it closed). A GLM call never is: its end is the
+    ``</tool_call>`` that never came."""
     stripped = body.strip()
     if "<function=" in body:
         return stripped.endswith(("</function>", "</parameter>", "}"))  # nothing begun after
-    if stripped[:1] in ("{", "["):
-        return whole_json(stripped)
-    named = _GLM_NAME.match(body)
-    return (
-        named is not None
-        and stripped.endswith("</arg_value>")
-        and parameters_closed(body[named.end() :], _GLM_KEY, _GLM_VALUE)
-    )
+    return stripped[:1] in ("{", "[") and whole_json(stripped)
 
 
 def function_tags(text: str, known: Collection[str]) -> TextDetection | None:
@@ -81,19 +77,21 @@ def function_tags(text: str, known: Collection[str]) -> TextDetection | None:
 
 
 def xml_functions(text: str) -> Iterator[TextCall]:
-    """``<function=name>`` with a JSON body (Llama) or ``<parameter=..>`` children (Qwen)."""
+    """``<function=name>`` with a JSON body (Llama) or ``<parameter=..>`` children (Qwen).
+    Parameters without ``</function>`` were cut off: the closing tag is text the model
+    writes, and another parameter may have followed the last one."""
     for name, body, closing in _FUNCTION_TAG.findall(text):
         if body.strip()[:1] not in ("", "<", "{"):
             continue  # "<function=name> syntax ...": the tag only mentioned
         stripped = body.strip()
         if "<parameter=" in body:
-            if not closing and not parameters_closed(body, ("<parameter=", "</parameter>")):
+            if not closing:
                 yield TextCall(name, None, cut_off("</function>"))
                 continue
             arguments, texts = xml_arguments(
                 (key, _one_newline_off(value)) for key, value in _PARAMETER_TAG.findall(body)
             )
-            yield TextCall(name, arguments, healed=() if closing else (OPEN_INVOKE,), texts=texts)
+            yield TextCall(name, arguments, texts=texts)
         elif not closing:  # a JSON body runs when it is whole as written
             call = call_with_arguments(name, stripped)
             yield ended([call], whole_json(stripped), "</function>")[0]
@@ -107,11 +105,10 @@ def _one_newline_off(value: str) -> str:
     return value[:-1] if value.endswith("\n") else value
 
 
-def _glm(body: str, known: Collection[str], closed: bool) -> list[TextCall]:
+def _glm(body: str, known: Collection[str]) -> list[TextCall]:
     """GLM's ``name<arg_key>k</arg_key><arg_value>v</arg_value>...``; nothing when the body
     does not start with a tool name (prose that mentions the tag), and a bare name only
-    when it is a tool on offer. Unless ``closed``, the call was read without its closing
-    tag (and says so)."""
+    when it is a tool on offer."""
     named = _GLM_NAME.match(body)
     if named is None or ("<arg_key>" not in body and named.group(1) not in known):
         return []
@@ -125,8 +122,7 @@ def _glm(body: str, known: Collection[str], closed: bool) -> list[TextCall]:
         inner = _json_in_string(value)
         if inner is not None:
             arguments[key], texts[key] = inner, value
-    healed = () if closed else (OPEN_INVOKE,)
-    return [TextCall(named.group(1), arguments, healed=healed, texts=texts)]
+    return [TextCall(named.group(1), arguments, texts=texts)]
 
 
 def _json_in_string(value: object) -> list[Any] | dict[str, Any] | None:

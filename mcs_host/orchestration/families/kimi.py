@@ -2,14 +2,17 @@
 ``<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{json}<|tool_call_end|>``
 (the id is kept as the call's id). An id that is a bare counter ``INDEX`` names no tool: the
 call is to the one tool on offer. Reasoning (K2-Thinking) is ``<think>``. A call at the end
-of the text without ``<|tool_call_end|>`` runs when its JSON parses as written.
+of the text without ``<|tool_call_end|>`` (text the model writes before ``<|im_end|>``) runs
+when its JSON parses as written: its last brace ends its arguments.
 
 Kimi K3 (XTML): a ``<|open|>tools<|sep|>`` channel, each call ``<|open|>call tool="NAME"
 index="N"<|sep|>`` ... ``<|close|>call<|sep|>`` holding ``<|open|>argument key="k"
 type="T"<|sep|>v<|close|>argument<|sep|>`` (a ``string`` as written, any other type JSON);
 attribute values escape ``"`` and ``&``. Its reasoning is ``<|open|>think<|sep|>`` ...
-``<|close|>think<|sep|>``. A call at the end of the text without ``<|close|>call<|sep|>``
-runs when its arguments are all closed."""
+``<|close|>think<|sep|>``. Every ``<|close|>...<|sep|>`` is text the model writes before its
+stop token ``<|end_of_msg|>``, and another argument may follow the last closed one: a call
+at the end of the text without ``<|close|>call<|sep|>`` was cut off, whatever it holds; the
+calls that closed run without the ``<|close|>tools<|sep|>`` after them."""
 
 from __future__ import annotations
 
@@ -18,11 +21,9 @@ from collections.abc import Collection
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import (
     call_with_arguments,
     cut_off,
-    parameters_closed,
     whole_json,
     xml_value,
 )
@@ -80,7 +81,6 @@ _K3_ARGUMENT = re.compile(
     r"<\|open\|>argument\s++([^<]*+)<\|sep\|>(.*?)(<\|close\|>argument<\|sep\|>|\Z)",
     re.DOTALL,
 )
-_K3_TAGS = ("<|open|>argument", "<|close|>argument<|sep|>")
 _K3_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -95,7 +95,7 @@ def k3_tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
         name = _attributes(attributes).get("tool", "")
         if not name:
             continue
-        if not closing and not parameters_closed(body, _K3_TAGS):
+        if not closing:  # another argument may have followed the last one
             calls.append(TextCall(name, None, cut_off("<|close|>call<|sep|>")))
             continue
         arguments: dict[str, Any] = {}
@@ -106,8 +106,7 @@ def k3_tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
             read = _attributes(argument)
             key = read.get("key", "")
             arguments[key] = value if read.get("type", "string") == "string" else xml_value(value)
-        healed = () if closing else (OPEN_INVOKE,)
-        calls.append(TextCall(name, None if problem else arguments, problem, healed))
+        calls.append(TextCall(name, None if problem else arguments, problem))
     return TextDetection(tuple(calls), "kimi-k3") if calls else None
 
 

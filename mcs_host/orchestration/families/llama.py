@@ -1,7 +1,10 @@
 """Llama 3.x and 4: calls after each ``<|python_tag|>`` (JSON objects or ``f(a=1)``,
 separated by ``;``, up to the end-of-message token), and Llama 4's
-``<|python_start|>[f(a=1), ...]<|python_end|>``. Servers take the end token off: calls that
-run to the end of the text run when each is whole as written; otherwise they were cut off."""
+``<|python_start|>[f(a=1), ...]<|python_end|>``. ``<|eom_id|>`` is a stop token servers take
+off: calls that run to the end of the text run when each is whole as written; otherwise they
+were cut off. Llama 4's ``<|python_end|>`` is text the model writes, after a list that closes
+itself: a list at the end of the text without it runs when it reads whole, and was cut off
+when it does not."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ __all__: list[str] = []  # the formats reach users through TextFormats
 _PYTHON_TAG = "<|python_tag|>"
 _LLAMA_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>|<\|end_of_text\|>")
 _CALL_START = re.compile(r"[A-Za-z_][\w.]*\s*\(")
-_PYTHON_BLOCK = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|\Z)", re.DOTALL)
+_PYTHON_BLOCK = re.compile(r"<\|python_start\|>(.*?)(<\|python_end\|>|\Z)", re.DOTALL)
 
 
 def python_tag(text: str, known: Collection[str]) -> TextDetection | None:
@@ -52,9 +55,12 @@ def python_tag(text: str, known: Collection[str]) -> TextDetection | None:
 def python_block(text: str, known: Collection[str]) -> TextDetection | None:
     """Llama 4: each ``<|python_start|>`` block's call list."""
     calls: list[TextCall] = []
-    for body in _PYTHON_BLOCK.findall(text):
+    for body, closing in _PYTHON_BLOCK.findall(text):
         if body.strip():
-            calls.extend(python_calls(body.strip()))
+            found = list(python_calls(body.strip()))
+            if not closing:  # at the end of the text: "?" means the list does not parse
+                found = ended(found, all(call.name != "?" for call in found), "<|python_end|>")
+            calls.extend(found)
     return TextDetection(tuple(calls), "python-start") if calls else None
 
 

@@ -1,8 +1,10 @@
 """MiniCPM-5: ``<function name="NAME"><param name="k">v</param>...</function>``, with no tag
 around the calls. A value is kept as written (JSON when it reads as JSON, its text kept for a
 tool whose schema takes a string); a ``<![CDATA[...]]>`` value is the text inside, as it
-is. Reasoning is ``<think>``. A function at the end of the text without ``</function>`` runs
-when its parameters are all closed; otherwise it was cut off."""
+is. Reasoning is ``<think>``. ``</function>`` is text the model writes before its stop
+token, and another ``<param>`` may follow the last closed one: a function without it was cut
+off, whatever it holds (SGLang's MiniCPM-5 detector reads a call only up to its
+``</function>``)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import cut_off, parameters_closed, xml_arguments
 
 __all__: list[str] = []  # the formats reach users through TextFormats
@@ -41,17 +42,17 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
         name = opening.group(1)
         if stripped and not stripped.startswith("<param"):
             continue  # '<function name="x"> tags ...': the tag only mentioned
-        if not closed and (following < len(text) or not parameters_closed(body, _TAGS)):
+        if not closed:  # cut off, or the next function began before this one ended
             calls.append(TextCall(name, None, cut_off(_CLOSE)))
             continue
         if stripped and not parameters_closed(body, _TAGS):
             calls.append(TextCall(name, None, "the function holds more than <param> tags"))
             continue
-        calls.append(_call(name, body, closed))
+        calls.append(_call(name, body))
     return TextDetection(tuple(calls), "minicpm5") if calls else None
 
 
-def _call(name: str, body: str, closed: bool) -> TextCall:
+def _call(name: str, body: str) -> TextCall:
     """The call of one function whose body is its parameters, each closed."""
     pairs = _PARAM.findall(body)
     keys: dict[str, None] = {}  # in the order written
@@ -65,8 +66,7 @@ def _call(name: str, body: str, closed: bool) -> TextCall:
         if _is_cdata(value):
             arguments[key] = value[len(_CDATA[0]) : -len(_CDATA[1])]
     arguments = {key: arguments[key] for key in keys}
-    healed = () if closed else (OPEN_INVOKE,)
-    return TextCall(name, arguments, healed=healed, texts=texts)
+    return TextCall(name, arguments, texts=texts)
 
 
 def _is_cdata(value: str) -> bool:

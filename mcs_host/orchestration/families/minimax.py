@@ -10,9 +10,12 @@
 
 MiniMax-M2 and M3 write a value right after its opening tag: it is kept as written (a
 top-level value read as JSON when it reads as JSON, as in every XML family; a nested one a
-string, which validation reads as the number or boolean the tool's schema asks for). At the
-end of the text, an invoke or block whose closing tag never came runs when it is whole as
-written (parameters all closed, JSON that parses as it is); otherwise it was cut off.
+string, which validation reads as the number or boolean the tool's schema asks for). Their
+closing tags are text the model writes before its stop token (M2's ``[e~[``), and another
+parameter may follow the last closed one: at the end of the text, an invoke whose
+``</invoke>`` never came was cut off, whatever it holds; the invokes that closed run without
+the block's closing tag after them. A ``<tool_calls>`` block without ``</tool_calls>`` runs
+when its JSON is whole as written (each line, or the array, closes itself).
 """
 
 from __future__ import annotations
@@ -22,12 +25,10 @@ from collections.abc import Collection
 from typing import Any
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.healing import OPEN_INVOKE
 from mcs_host.orchestration.scanning import (
     calls_from_fragment,
     cut_off,
     ended,
-    parameters_closed,
     whole_json,
     xml_arguments,
 )
@@ -44,12 +45,11 @@ def invokes(text: str, known: Collection[str]) -> TextDetection | None:
     start = text.find("<minimax:tool_call>")
     calls = []
     for name, body, closing in _INVOKE.findall(text, start):
-        if not closing and not parameters_closed(body, ("<parameter name=", "</parameter>")):
+        if not closing:  # another parameter may have followed the last one
             calls.append(TextCall(name, None, cut_off("</invoke>")))
             continue
         arguments, texts = xml_arguments(_PARAMETER.findall(body))
-        healed = () if closing else (OPEN_INVOKE,)
-        calls.append(TextCall(name, arguments, healed=healed, texts=texts))
+        calls.append(TextCall(name, arguments, texts=texts))
     return TextDetection(tuple(calls), "minimax-m2") if calls else None
 
 
@@ -67,7 +67,7 @@ def m3_invokes(text: str, known: Collection[str]) -> TextDetection | None:
     while at != -1:
         start = at + len(_M3_OPEN)
         end = text.find(_M3_CLOSE, start)
-        calls.extend(_m3_block(text[start : len(text) if end == -1 else end], end == -1))
+        calls.extend(_m3_block(text[start : len(text) if end == -1 else end]))
         at = -1 if end == -1 else text.find(_M3_OPEN, end)
     return TextDetection(tuple(calls), "minimax-m3") if calls else None
 
@@ -76,7 +76,7 @@ class _UnreadableError(ValueError):
     """An M3 invoke whose tags do not nest."""
 
 
-def _m3_block(body: str, at_end: bool) -> list[TextCall]:
+def _m3_block(body: str) -> list[TextCall]:
     """The calls of one block's body: the invokes in it, split at the namespace token."""
     calls: list[TextCall] = []
     chunks = body.split(_NS)
@@ -97,7 +97,7 @@ def _m3_block(body: str, at_end: bool) -> list[TextCall]:
         elif chunk.startswith("</invoke>"):
             if problem is None and len(stack) != 1:
                 problem = f"its <{stack[-1][0]}> was not closed before </invoke>"
-            calls.append(_m3_call(name, stack[0][1], problem, closed=True))
+            calls.append(_m3_call(name, stack[0][1], problem))
             name = None
             continue
         else:
@@ -123,11 +123,8 @@ def _m3_block(body: str, at_end: bool) -> list[TextCall]:
             stack[-1][1].append((key, value))
         if problem is None and rest.strip():
             problem = f"text {rest.strip()[:20]!r} between tags"
-    if name is not None:  # the end of the block: no </invoke>
-        if at_end and problem is None and len(stack) == 1 and stack[0][1]:
-            calls.append(_m3_call(name, stack[0][1], None, closed=False))
-        else:
-            calls.append(TextCall(name, None, cut_off("</invoke>")))
+    if name is not None:  # the end of the block: no </invoke>, so a parameter may be missing
+        calls.append(TextCall(name, None, cut_off("</invoke>")))
     return calls
 
 
@@ -157,9 +154,7 @@ class _Repeated(list[Any]):
     """The values of a tag written more than once in one object: a list."""
 
 
-def _m3_call(
-    name: str, pairs: list[tuple[str, Any]], problem: str | None, closed: bool
-) -> TextCall:
+def _m3_call(name: str, pairs: list[tuple[str, Any]], problem: str | None) -> TextCall:
     """One invoke's call from its parameters, each a top-level tag."""
     if problem is not None:
         return TextCall(name, None, problem)
@@ -170,7 +165,7 @@ def _m3_call(
         seen.add(key)
     arguments, texts = xml_arguments((k, v) for k, v in pairs if isinstance(v, str))
     arguments = {key: arguments[key] if isinstance(value, str) else value for key, value in pairs}
-    return TextCall(name, arguments, healed=() if closed else (OPEN_INVOKE,), texts=texts)
+    return TextCall(name, arguments, texts=texts)
 
 
 def tool_calls_block(text: str, known: Collection[str]) -> TextDetection | None:

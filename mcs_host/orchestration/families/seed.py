@@ -1,7 +1,9 @@
 """Seed-OSS: ``<seed:tool_call>`` around Qwen3-Coder's ``<function=...><parameter=...>``
 (values as Qwen3-Coder's: the one newline on each side taken off); reasoning in
-``<seed:think>`` holds no call, even one written out in full. A block at the end of the
-text without ``</seed:tool_call>`` runs when its calls are whole as written."""
+``<seed:think>`` holds no call, even one written out in full. Every closing tag is text the
+model writes before its stop token ``<seed:eos>``: at the end of the text, a function without
+``</function>`` was cut off (another parameter may have followed), and the functions that
+closed run without the ``</seed:tool_call>`` after them."""
 
 from __future__ import annotations
 
