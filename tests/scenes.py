@@ -15,10 +15,11 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from distbuild import Venv
 
-__all__ = ["MarkedScene", "Scene"]
+__all__ = ["MarkedScene", "Scene", "SealedScene"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,33 @@ class MarkedScene(Scene):
         lines = self.marker.read_text().splitlines() if self.marker.exists() else []
         self.marker.unlink(missing_ok=True)
         return lines
+
+
+@dataclass(frozen=True)
+class SealedScene(Scene):
+    """A scene whose commands get :meth:`~Scene.environment` (a subclass's override, say a
+    local index's pip settings) as their whole environment, nothing of the test's own, and
+    no stdin."""
+
+    timeout: ClassVar[float] = 300
+
+    def host(
+        self,
+        *args: str | Path,
+        home: Path | None = None,
+        state: Path | None = None,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """``mcs-host ARGS`` run to its end in ``cwd`` (default: ``root``) with
+        :meth:`~Scene.environment` and ``env``; at most :attr:`timeout` seconds."""
+        return subprocess.run(
+            [str(self.venv.bin / "mcs-host"), *map(str, args)],
+            capture_output=True,
+            text=True,
+            env={**self.environment(home=home, state=state), **(env or {})},
+            cwd=cwd or self.root,
+            stdin=subprocess.DEVNULL,
+            timeout=self.timeout,
+            check=False,
+        )

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from distbuild import ROOT, Project, Venv, build_wheel, vendor_into_wheel
 from hostrun import driver_project, pin
 from jsonschema import Draft202012Validator
 from pypi_index import LocalIndex, pip_env
-from scenes import MarkedScene
+from scenes import MarkedScene, SealedScene
 
 from mcs_host.loading.config_schema import ConfigError
 from mcs_host.loading.config_tables import (
@@ -165,7 +165,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @dataclasses.dataclass(frozen=True)
-class AddScene(MarkedScene):
+class AddScene(MarkedScene, SealedScene):
     """A venv with mcs-host[attest] and pip, a HOME, and the index serving ``served``; its
     commands run in :meth:`environment`, the whole of it, in ``root``."""
 
@@ -191,29 +191,6 @@ class AddScene(MarkedScene):
             shutil.copy2(wheel, self.served / wheel.name)
         if provenance is not None:
             shutil.copy2(provenance, self.served / f"{wheels[0].name}.provenance")
-
-    def host(
-        self,
-        *args: str | Path,
-        home: Path | None = None,
-        state: Path | None = None,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        """``mcs-host ARGS`` in the venv, its pip asking only the local index, with this
-        HOME, no terminal, and every proxy a closed port: nothing else is reached. Its whole
-        environment is :meth:`environment` (``env`` adds variables), in ``cwd`` (default:
-        ``root``)."""
-        return subprocess.run(
-            [str(self.venv.bin / "mcs-host"), *map(str, args)],
-            capture_output=True,
-            text=True,
-            env={**self.environment(home=home, state=state), **(env or {})},
-            cwd=cwd or self.root,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-            check=False,
-        )
 
     def on_terminal(self, *args: str | Path, answer: str) -> tuple[int, str]:
         """``mcs-host ARGS`` as :meth:`host` runs it, but on a pseudo-terminal, typing

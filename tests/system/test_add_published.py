@@ -25,7 +25,7 @@ import re
 import runpy
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -35,7 +35,7 @@ import pytest
 from distbuild import ROOT, Venv, build_wheel
 from hostrun import driver_project
 from pypi_index import LocalIndex, pip_env
-from scenes import Scene
+from scenes import SealedScene
 
 from mcs_host.trust.downloading import pip_config
 
@@ -101,7 +101,7 @@ ADDED = re.compile(
 
 
 @dataclasses.dataclass(frozen=True)
-class PublishedScene(Scene):
+class PublishedScene(SealedScene):
     """A venv with mcs-host[attest,mcp] and pip, a fresh HOME, and what ``add`` said; its
     commands run in ``env``, the whole of it, in ``root``."""
 
@@ -110,6 +110,8 @@ class PublishedScene(Scene):
     """The environment ``add`` ran in."""
     added: dict[str, dict[str, Any]]
     """Distribution added -> ``add --json``'s document."""
+
+    timeout: ClassVar[float] = 600
 
     @property
     def config(self) -> Path:
@@ -130,28 +132,6 @@ class PublishedScene(Scene):
         if state is not None:
             environment["MCS_HOST_STATE_DIR"] = str(state)
         return environment
-
-    def host(
-        self,
-        *args: str | Path,
-        home: Path | None = None,
-        state: Path | None = None,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        """``mcs-host ARGS`` in the venv, as ``add`` ran (no terminal), in ``cwd`` (default:
-        the scene's root); its whole environment is :meth:`environment` (``env`` adds
-        variables)."""
-        return subprocess.run(
-            [str(self.venv.bin / "mcs-host"), *map(str, args)],
-            capture_output=True,
-            text=True,
-            env={**self.environment(home=home, state=state), **(env or {})},
-            cwd=cwd or self.root,
-            stdin=subprocess.DEVNULL,
-            timeout=600,
-            check=False,
-        )
 
     def add(self, *args: str) -> dict[str, Any]:
         """``mcs-host add ARGS --json``, which must succeed: its document."""
