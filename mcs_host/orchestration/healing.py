@@ -20,10 +20,6 @@ __all__ = ["MISSING_BRACE", "Unhealable", "heal"]
 MISSING_BRACE = "added a missing closing brace"
 """The note of the one repair that may also mean the text is not finished yet."""
 
-OPEN_INVOKE = "read an invoke whose closing tag never came (every parameter was closed)"
-"""The note of an XML call read at the end of the text without its closing tag: whole as
-written, but while a stream goes on its next parameter may still come."""
-
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _LITERALS = {"true": True, "false": False, "null": None}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .calls import Detection
 from .detection import detect
-from .healing import MISSING_BRACE, OPEN_INVOKE
+from .healing import MISSING_BRACE
 from .text import DEFAULT_FORMATS, Reasoning, TextFormats
 
 if TYPE_CHECKING:
@@ -72,11 +72,10 @@ def is_complete_tool_call(
 
 
 def is_complete(detection: Detection) -> bool:
-    """Whether every call in ``detection`` is whole: mid-stream, an invoke read without its
-    closing tag may still get parameters, so it is not."""
+    """Whether every call in ``detection`` is whole: mid-stream, a call whose closing brace
+    had to be added may still get more, so it is not."""
     return detection.found and all(
-        call.problem is None and not {MISSING_BRACE, OPEN_INVOKE} & set(call.healed)
-        for call in detection.calls
+        call.problem is None and MISSING_BRACE not in call.healed for call in detection.calls
     )
 
 
