@@ -1,8 +1,9 @@
 """What a distribution ``mcs-host add`` installs needs, found before anything is installed.
 
 The user's pip resolves it (``pip install --dry-run --report``: their indexes, constraints and
-installed distributions decide). Each distribution pip would install is downloaded as its
-own wheel and verified as :mod:`.add_sources` verifies a dependency; pip may not replace a
+installed distributions decide). The wheels of the distributions pip would install are
+downloaded by one more run of pip (each alone, should that fail, for the error to name it),
+and each is verified as :mod:`.add_sources` verifies a dependency; pip may not replace a
 distribution of mcs-host's own installation. The closure a load will check is then walked as
 :func:`~mcs_host.trust.dependencies.dependency_closure` walks it, the wheels' metadata
 standing for what is not installed yet: what is installed already is pinned as it is
@@ -32,7 +33,7 @@ from mcs_host.trust.registry import Registry
 from mcs_host.trust.release import Release, release_from_installed
 
 from .add_records import AddError, AddRequest
-from .add_sources import Source, dependency_source, downloaded
+from .add_sources import Source, dependency_source, downloaded, prefetched
 
 # used by mcs-host add: Closure, Kept, Restorable, closure
 __all__: list[str] = []
@@ -115,7 +116,12 @@ def closure(
                 f"upgrade it yourself (`pip install '{item.name}=={item.version}'`) if mcs-host "
                 "supports that version",
             )
-    sources = tuple(_source(item, request, registry, pip, work, name) for item in planned.values())
+    wanted = {key: f"{item.name}=={item.version}" for key, item in planned.items()}
+    wheels = prefetched(list(wanted.values()), work / "needed", request)
+    sources = tuple(
+        _source(item, request, registry, pip, work, name, wheels.get(wanted[key]))
+        for key, item in planned.items()
+    )
     install_target = any(r.name == target.name for r in resolved)
     if not install_target:
         _same_files(target)
@@ -134,9 +140,12 @@ def _source(
     pip: PipConfig,
     work: Path,
     needed_by: str,
+    wheel: Path | None = None,
 ) -> Source:
-    """The wheel of ``item`` downloaded (the file pip resolved) and verified."""
-    wheel, release = downloaded(f"{item.name}=={item.version}", work / "needs" / item.name, request)
+    """The wheel of ``item`` downloaded (the file pip resolved; ``wheel`` when it was
+    downloaded with the others) and verified."""
+    requirement = f"{item.name}=={item.version}"
+    wheel, release = downloaded(requirement, work / "needs" / item.name, request, wheel)
     source = dependency_source(wheel, _library(release), registry, pip, needed_by)
     if item.sha256 is not None and source.sha256 != item.sha256:
         raise AddError(

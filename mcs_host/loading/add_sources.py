@@ -14,7 +14,8 @@ imported by the first verification; nothing here writes outside the download dir
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from mcs_host._files import InputError, read_bytes
 from mcs_host._reasons import REASONS
 from mcs_host.discovery import normalize_name
-from mcs_host.trust.downloading import PipConfig, PipError, download
+from mcs_host.trust.downloading import PipConfig, PipError, download, download_all
 from mcs_host.trust.package_index import PROVENANCE_LIMIT, PackageIndexError, fetch_provenance
 from mcs_host.trust.provenance import ProvenanceError, VerifiedProvenance, verify_provenance
 from mcs_host.trust.publishers import PublisherIdentity
@@ -59,12 +60,30 @@ class Source:
         return self.release.project
 
 
-def downloaded(requirement: str, dest: Path, request: AddRequest) -> tuple[Path, Release]:
-    """The wheel of ``requirement`` that the user's pip downloads into the empty ``dest``,
-    and its release (its files, pinned from the wheel); an :class:`AddError` naming it."""
+def prefetched(requirements: Sequence[str], dest: Path, request: AddRequest) -> dict[str, Path]:
+    """The wheels of ``requirements`` (two or more) that one run of the user's pip downloads
+    into the empty ``dest``: requirement -> wheel. Empty when that run fails: each is then
+    downloaded alone by :func:`downloaded`, whose error names the one at fault."""
+    if len(requirements) < 2:
+        return {}
+    try:
+        wheels = download_all(requirements, dest, python=request.python, env=request.env)
+    except PipError:
+        shutil.rmtree(dest, ignore_errors=True)
+        return {}
+    return dict(zip(requirements, wheels, strict=True))
+
+
+def downloaded(
+    requirement: str, dest: Path, request: AddRequest, wheel: Path | None = None
+) -> tuple[Path, Release]:
+    """The wheel of ``requirement`` that the user's pip downloads into the empty ``dest``
+    (or ``wheel``, which :func:`prefetched` downloaded), and its release (its files, pinned
+    from the wheel); an :class:`AddError` naming it."""
     name = _named(requirement)
     try:
-        wheel = download(requirement, dest, python=request.python, env=request.env)
+        if wheel is None:
+            wheel = download(requirement, dest, python=request.python, env=request.env)
         release = release_from_wheel(wheel)
         release.pin()  # a wheel whose files cannot all be read cannot be pinned
     except PipError as error:

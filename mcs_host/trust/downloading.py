@@ -18,17 +18,18 @@ import ast
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 from mcs_host.trust.package_index import PackageIndexError
 
 # used by mcs-host add (and trust/installing): DEFAULT_INDEX, PipConfig, PipError, download,
-# pip_config, pip_index_urls, pip_summary, run_pip
+# download_all, pip_config, pip_index_urls, pip_summary, run_pip
 __all__: list[str] = []
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
@@ -120,34 +121,67 @@ def download(
     empty directory ``dest`` with ``python``'s pip and its settings; its path. Raises
     :class:`PipError`, naming the requirement, when pip fails or brings anything but one
     wheel of that project and version."""
-    wanted = _requirement(requirement)
+    (wheel,) = download_all([requirement], dest, python=python, env=env, timeout=timeout)
+    return wheel
+
+
+def download_all(
+    requirements: Sequence[str],
+    dest: Path,
+    *,
+    python: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+) -> list[Path]:
+    """Download the one wheel of each of ``requirements`` (as :func:`download` takes one,
+    each another project) into the empty directory ``dest`` with one run of ``python``'s
+    pip; their paths, in the order given. Raises :class:`PipError`, naming the requirement
+    when there is one (else them all), when pip fails or brings anything but one wheel of
+    each project and version."""
+    wanted = [_requirement(requirement) for requirement in requirements]
+    named = requirements[0] if len(requirements) == 1 else ", ".join(requirements)
     dest.mkdir(parents=True, exist_ok=True)
     if any(dest.iterdir()):
-        raise PipError(requirement, f"{dest} is not empty: download into an empty directory")
+        raise PipError(named, f"{dest} is not empty: download into an empty directory")
     args = ["download", "--no-deps", "--only-binary", ":all:", "--progress-bar", "off"]
     done = run_pip(
-        python, [*args, "--dest", str(dest), "--", str(wanted)], env, requirement, timeout
+        python, [*args, "--dest", str(dest), "--", *map(str, wanted)], env, named, timeout
     )
     if done.returncode:
         raise PipError(
-            requirement,
-            f"pip could not download a wheel of {requirement}: {pip_summary(done)} (mcs-host "
+            named,
+            f"pip could not download a wheel of {named}: {pip_summary(done)} (mcs-host "
             "installs wheels only)",
         )
-    files = sorted(path.name for path in dest.iterdir())
-    if len(files) != 1 or not files[0].endswith(".whl"):
-        found = ", ".join(files) or "nothing"
-        raise PipError(requirement, f"pip download of {requirement} left {found}, not one wheel")
-    wheel = dest / files[0]
-    try:
-        name, version, _, _ = parse_wheel_filename(wheel.name)
-    except InvalidWheelFilename as error:
-        raise PipError(requirement, f"pip downloaded {wheel.name}: {error}") from None
-    if name != canonicalize_name(wanted.name) or not wanted.specifier.contains(
-        version, prereleases=True
-    ):
-        raise PipError(requirement, f"pip downloaded {wheel.name}, which is not {requirement}")
-    return wheel
+    found: dict[str, tuple[Path, Version]] = {}
+    for path in sorted(dest.iterdir()):
+        if not path.name.endswith(".whl"):
+            raise PipError(named, f"pip download of {named} left {path.name}, not a wheel")
+        try:
+            name, version, _, _ = parse_wheel_filename(path.name)
+        except InvalidWheelFilename as error:
+            raise PipError(named, f"pip downloaded {path.name}: {error}") from None
+        if name in found:
+            raise PipError(named, f"pip download of {named} left two wheels of {name}")
+        found[name] = (path, version)
+    wheels: list[Path] = []
+    for requirement, project in zip(requirements, wanted, strict=True):
+        got = found.pop(canonicalize_name(project.name), None)
+        if got is None:
+            left = ", ".join(p.name for p in sorted(dest.iterdir())) or "nothing"
+            raise PipError(
+                requirement, f"pip download of {requirement} left {left}, no wheel of it"
+            )
+        path, version = got
+        if not project.specifier.contains(version, prereleases=True):
+            raise PipError(requirement, f"pip downloaded {path.name}, which is not {requirement}")
+        wheels.append(path)
+    if found:
+        surplus = ", ".join(path.name for path, _ in found.values())
+        raise PipError(
+            named, f"pip download of {named} left {surplus} too, which was not asked for"
+        )
+    return wheels
 
 
 def _requirement(requirement: str) -> Requirement:

@@ -26,7 +26,13 @@ import pytest
 from distbuild import Project, build_wheel
 from pypi_index import LocalIndex, pip_env
 
-from mcs_host.trust.downloading import DEFAULT_INDEX, PipError, download, pip_config
+from mcs_host.trust.downloading import (
+    DEFAULT_INDEX,
+    PipError,
+    download,
+    download_all,
+    pip_config,
+)
 from mcs_host.trust.package_index import PROVENANCE_LIMIT, IndexResponseError, fetch_provenance
 from mcs_host.trust.provenance import verify_provenance
 from mcs_host.trust.publishers import PublisherIdentity
@@ -183,6 +189,28 @@ def test_a_wheel_the_index_does_not_have_is_a_clear_error(served: Path, tmp_path
     assert "\n" not in message
     assert "No matching distribution found for no-such-driver" in str(unknown.value)
     assert not list((tmp_path / "a").iterdir())
+
+
+def test_download_all_brings_the_wheel_of_each_requirement_in_the_order_given(
+    served: Path, tmp_path: Path, driver_wheel: Path
+) -> None:
+    shutil.copy(driver_wheel, served)
+    both = ["pypi-attestations==0.0.30", "acme-weather==1.2.0"]
+    with LocalIndex(served) as index:
+        env = pip_env(index.url)
+        wheels = download_all(both, tmp_path / "both", env=env)
+        with pytest.raises(PipError) as missing:
+            download_all(["acme-weather==1.2.0", "pypi-attestations==9.9"], tmp_path / "a", env=env)
+        with pytest.raises(PipError, match="not empty"):
+            download_all(both, tmp_path / "both", env=env)
+    assert wheels == [tmp_path / "both" / WHEEL.name, tmp_path / "both" / driver_wheel.name]
+    assert [wheel.read_bytes() for wheel in wheels] == [
+        WHEEL.read_bytes(),
+        driver_wheel.read_bytes(),
+    ]
+    # one run of pip: its error names every requirement it was given
+    assert missing.value.requirement == "acme-weather==1.2.0, pypi-attestations==9.9"
+    assert "from versions: 0.0.30" in str(missing.value)
 
 
 def test_a_requirement_that_is_not_a_project_name_is_refused(tmp_path: Path) -> None:
