@@ -37,7 +37,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from importlib.machinery import EXTENSION_SUFFIXES
+from importlib.machinery import EXTENSION_SUFFIXES, all_suffixes
 from typing import TYPE_CHECKING
 
 from mcs_host._files import (
@@ -48,6 +48,7 @@ from mcs_host._files import (
     read_bytes,
     read_text,
 )
+from mcs_host.discovery import parse_entry_points
 
 if TYPE_CHECKING:
     import zipfile
@@ -186,7 +187,8 @@ def scan_installed(metadata_path: str | os.PathLike[str]) -> TreeScan:
     except (OSError, InputError) as exc:
         finding = Finding("record-invalid", f"{dist_name}/RECORD", f"cannot read RECORD: {exc}")
         return TreeScan(dist_info, None, (finding,))
-    rows = list(_rows(record, dist_name, findings, base))
+    launchers = _launchers(dist_info)
+    rows = [row for row in _rows(record, dist_name, findings, base) if row.path not in launchers]
     complete = not findings  # a RECORD row that is refused leaves the tree without a digest
     entries = _hash_rows(base, [row for row in rows if row.algorithm], findings)
     complete = complete and len(entries) == len(rows)
@@ -422,6 +424,40 @@ def _hash_member(
                 other.update(chunk)
             total += len(chunk)
     return sha256.digest(), total, other.digest() if other is not None else b""
+
+
+_IMPORTABLE = (*all_suffixes(), ".pyw")
+_LAUNCHER_FORMS = ("bin/{}", "Scripts/{}.exe", "Scripts/{}-script.py")
+"""Where an installer that lists scripts inside the site directory (``uv pip install
+--target``) writes the launcher of a console or GUI script: POSIX, then Windows."""
+
+
+def _launchers(dist_info: str) -> frozenset[str]:
+    """The RECORD paths of the launchers an installer writes for the distribution's
+    ``console_scripts`` and ``gui_scripts`` (named by its ``entry_points.txt``, itself part of
+    the digest): like the scripts pip lists outside the site directory, they are not part of
+    it, so a tree installed either way has the digest of its wheel. A launcher never runs
+    in the host: it is a file no import reaches, in a directory of no package."""
+    try:
+        text = read_text(
+            os.path.join(dist_info, "entry_points.txt"),
+            "entry_points.txt",
+            RECORD_LIMIT,
+            follow=False,
+        )
+    except (OSError, InputError):
+        return frozenset()  # no scripts; an unreadable file is found by the hashing
+    names = [
+        name
+        for group in ("console_scripts", "gui_scripts")
+        for name, _ in parse_entry_points(text, group)[0]
+        if name
+        and "/" not in name
+        and "\\" not in name
+        and name not in _DOT_PARTS
+        and not name.endswith(_IMPORTABLE)  # a file import could reach stays in the digest
+    ]
+    return frozenset(form.format(name) for name in names for form in _LAUNCHER_FORMS)
 
 
 def _installer_written(path: str, dist_name: str) -> bool:

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import warnings
 import zipfile
@@ -213,6 +215,66 @@ def test_scripts_outside_the_site_directory_are_left_out(site: Path) -> None:
     assert clean is not None
     assert scan.digest.digest == clean.digest
     assert not any("tree-tool" in e.path for e in scan.digest.entries)
+
+
+def _uv_target(site: Path, wheel: Path, cache: Path) -> Path:
+    """``uv pip install --target``: a plain directory of installed distributions."""
+    command = [sys.executable, "-m", "uv", "pip", "install", "--no-deps", "--offline"]
+    done = subprocess.run(
+        [*command, "--target", str(site), str(wheel)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "UV_CACHE_DIR": str(cache)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+def _tool(tmp_path: Path, script: str) -> Path:
+    """The wheel of ``tool-driver``, with the console script ``script``."""
+    project = Project(
+        "tool-driver",
+        files={"tool_driver/__init__.py": "def main():\n    return 0\n"},
+        entry_points={"console_scripts": {script: "tool_driver:main"}},
+    )
+    return build_wheel(project.write(tmp_path / "src"), tmp_path / "wheels")
+
+
+TOOL = "tool_driver-1.0.0.dist-info"
+
+
+def test_a_tree_uv_installs_with_its_script_launchers_inside_has_the_digest_of_its_wheel(
+    tmp_path: Path, uv_cache: Path
+) -> None:
+    # uv pip install --target lists the launcher of a console script inside the tree
+    # (bin/NAME) where pip lists it outside (../../bin/NAME): either way it is no part of it
+    wheel = _tool(tmp_path, "tool-driver")
+    pip_site = install_target(tmp_path / "pip", [wheel])
+    uv_site = _uv_target(tmp_path / "uv", wheel, uv_cache)
+    assert "bin/tool-driver," in (uv_site / TOOL / "RECORD").read_text()
+    expected = scan_wheel(wheel).digest
+    assert expected is not None
+    for site in (pip_site, uv_site):
+        scan = scan_installed(site / TOOL)
+        assert scan.findings == ()
+        assert scan.digest is not None
+        assert scan.digest.digest == expected.digest, site
+
+
+def test_a_launcher_import_could_reach_stays_in_the_digest(tmp_path: Path, uv_cache: Path) -> None:
+    wheel = _tool(tmp_path, "tool.py")  # bin/tool.py: the module tool of the namespace bin
+    uv_site = _uv_target(tmp_path / "uv", wheel, uv_cache)
+    expected, scan = scan_wheel(wheel).digest, scan_installed(uv_site / TOOL)
+    assert expected is not None
+    assert scan.digest is not None
+    assert "bin/tool.py" in [entry.path for entry in scan.digest.entries]
+    assert scan.digest.digest != expected.digest  # so it cannot pass for its wheel's pin
+    launcher = uv_site / "bin" / "tool.py"
+    launcher.write_text(launcher.read_text() + "open('MARKER', 'w')\n")
+    assert ("file-modified", "bin/tool.py") in [
+        (f.code, f.path) for f in scan_installed(uv_site / TOOL).findings
+    ]
 
 
 def test_record_is_read_as_csv_whatever_its_line_endings_and_quoting(site: Path) -> None:
