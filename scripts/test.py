@@ -5,7 +5,8 @@
     python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
 
 For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras and
-the bundled plugins installed editable, then mypy, then the wheelhouse the tests install from
+the bundled plugins installed editable (by uv, which pip installs first: 5 s where pip took 44 s
+here), then mypy, then the wheelhouse the tests install from
 (built once, for every worker) and pytest (one worker per core, pytest-xdist, sharing one uv
 cache). ruff (lint and format check) runs once.
 A version whose interpreter is missing is reported as skipped; any failure exits 1.
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,18 @@ def pip_output() -> list[str]:
     return [] if sys.stdout.isatty() else ["-q", "--progress-bar", "off"]
 
 
+def uv_output() -> list[str]:
+    """uv's progress on a terminal; quiet when piped."""
+    return [] if sys.stdout.isatty() else ["-q"]
+
+
+def uv_requirement() -> str:
+    """uv as the test extra asks for it (pyproject.toml)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    (found,) = (r for r in project["optional-dependencies"]["test"] if r.startswith("uv"))
+    return str(found)
+
+
 def venv_python(version: str, interpreter: str) -> Path:
     """The python of .venvs/py<version>, created if it is missing or broken."""
     venv = ROOT / ".venvs" / f"py{version}"
@@ -87,8 +101,9 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
     editable = ["-e", ".[test,mcp,docs,attest]"]
     for plugin in PLUGINS:
         editable += ["-e", str(plugin.relative_to(ROOT))]
-    install = [python, "-m", "pip", "install", *pip_output(), *editable]
-    if not step(f"{version}: install", install, env):
+    bootstrap = [python, "-m", "pip", "install", *pip_output(), uv_requirement()]
+    install = [python, "-m", "uv", "pip", "install", "--python", python, *uv_output(), *editable]
+    if not (step(f"{version}: uv", bootstrap, env) and step(f"{version}: install", install, env)):
         return False
     ok = True
     if lint:
