@@ -1654,6 +1654,8 @@ CUT_AT_THE_END: dict[str, str] = {
     ),
     "gemma4 object open": '<|tool_call>call:get_weather{city:<|"|>Oslo<|"|>',
     "functionary json open": '>>>get_weather\n{"city": "Oslo"',
+    # llama.cpp tests/test-chat.cpp, Functionary v3.2: python's code, cut inside a string
+    "functionary python code open": ">>>python\nprint('he",
     # the families whose stop token servers take off, one brace short at the end of the text
     # (llama.cpp tests/test-chat.cpp partial Llama 3.x, Mistral and GigaChat outputs)
     "llama python_tag one brace short": (
@@ -2150,3 +2152,270 @@ def test_an_xml_call_cut_right_after_its_last_parameter_is_cut_off_and_not_run(
     assert problem.startswith("problem: the call was cut off (")
     response = Orchestrator({"editor": Editor()}).process_llm_response(text)
     assert (response.call_executed, response.call_failed) == (False, True), response
+
+
+# -- the shapes the upstream parser tests write, read as those tests expect -------------------
+
+# Each row is a model output in the shape the cited upstream test feeds its parser (the
+# format reproduced as data, our tools' names and arguments), and the calls that test expects.
+STEP3_CALL = f"<{B}tool_call_begin{B}>"
+STEP3_END = f"<{B}tool_call_end{B}><{B}tool_calls_end{B}>"
+STEP3_CALLS = f"<{B}tool_calls_begin{B}>{STEP3_CALL}"
+G = "\u0120"  # Ġ: a byte-level tokenizer's space
+UPSTREAM: dict[str, tuple[str, Expected]] = {
+    # vLLM tests/tool_parsers/test_step3_tool_parser.py, TestStep3ToolParser: the invoke right
+    # after <|tool_call_begin|> (bars U+FF5C), no function<|tool_sep|> before it
+    "step3 single_tool_call_output": (
+        f'{STEP3_CALLS}<steptml:invoke name="get_weather">'
+        f'<steptml:parameter name="city">Oslo</steptml:parameter></steptml:invoke>{STEP3_END}',
+        [WEATHER],
+    ),
+    "step3 parallel_tool_calls_output": (  # a <|tool_sep|> between the two calls
+        f'{STEP3_CALLS}<steptml:invoke name="get_weather">'
+        f'<steptml:parameter name="city">Oslo</steptml:parameter></steptml:invoke>'
+        f"<{B}tool_call_end{B}><{B}tool_sep{B}>{STEP3_CALL}"
+        f'<steptml:invoke name="get_quote"><steptml:parameter name="ticker">NVDA'
+        f"</steptml:parameter></steptml:invoke>{STEP3_END}",
+        [WEATHER, QUOTE_A],
+    ),
+    "step3 various_data_types_output": (
+        f'{STEP3_CALLS}<steptml:invoke name="search_docs">'
+        '<steptml:parameter name="query">hello</steptml:parameter>'
+        '<steptml:parameter name="top_k">42</steptml:parameter>'
+        '<steptml:parameter name="ratio">3.14</steptml:parameter>'
+        '<steptml:parameter name="exact">true</steptml:parameter>'
+        '<steptml:parameter name="cursor">null</steptml:parameter>'
+        '<steptml:parameter name="tags">["a", "b", "c"]</steptml:parameter>'
+        '<steptml:parameter name="filters">{"nested": "value"}</steptml:parameter>'
+        f"</steptml:invoke>{STEP3_END}",
+        [
+            (
+                "search_docs",
+                {
+                    "query": "hello",
+                    "top_k": 42,
+                    "ratio": 3.14,
+                    "exact": True,
+                    "cursor": None,
+                    "tags": ["a", "b", "c"],
+                    "filters": {"nested": "value"},
+                },
+            )
+        ],
+    ),
+    "step3 empty_arguments_output": (
+        f'{STEP3_CALLS}<steptml:invoke name="get_time"></steptml:invoke>{STEP3_END}',
+        [("get_time", {})],
+    ),
+    "step3 surrounding_text_output": (
+        f'Let me check.\n\n{STEP3_CALLS}<steptml:invoke name="get_weather">'
+        f'<steptml:parameter name="city">Oslo</steptml:parameter></steptml:invoke>{STEP3_END}'
+        "\n\nOne moment.",
+        [WEATHER],
+    ),
+    "step3 escaped_strings_output": (
+        f'{STEP3_CALLS}<steptml:invoke name="search_docs">'
+        '<steptml:parameter name="query">He said "hello"</steptml:parameter>'
+        '<steptml:parameter name="path">C:\\Users\\file.txt</steptml:parameter>'
+        '<steptml:parameter name="lines">line1\nline2</steptml:parameter>'
+        f"</steptml:invoke>{STEP3_END}",
+        [
+            (
+                "search_docs",
+                {
+                    "query": 'He said "hello"',
+                    "path": "C:\\Users\\file.txt",
+                    "lines": "line1\nline2",
+                },
+            )
+        ],
+    ),
+    # ... malformed_input_outputs: an invoke cut off, and one with neither the section nor
+    # function<|tool_sep|> (no call: vLLM's parser reads none from it either)
+    "step3 malformed, invoke cut off": (
+        f'{STEP3_CALLS}<steptml:invoke name="get_weather">',
+        [
+            (
+                "get_weather",
+                "problem: the call was cut off (</steptml:invoke> never came); it was not run",
+            )
+        ],
+    ),
+    "step3 malformed, no section and no separator": (
+        f'{STEP3_CALL}<steptml:invoke name="get_time"></steptml:invoke><{B}tool_call_end{B}>',
+        [],
+    ),
+    # vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py: the tokenizer's Ġ for the space
+    # inside a tag (test_tokenizer_space_marker), tags whose space is gone
+    # (test_collapsed_function_and_param_tags), both at once
+    # (test_collapsed_param_tags_with_tokenizer_space_function)
+    "minicpm5 tokenizer space marker": (
+        f'<function{G}name="get_weather"><param{G}name="city">Oslo</param>'
+        f'<param{G}name="date">2025-03-14</param></function>\n',
+        [("get_weather", {"city": "Oslo", "date": "2025-03-14"})],
+    ),
+    "minicpm5 collapsed tags": (
+        '<functionname="get_weather"><paramname="city">Oslo</param>'
+        '<paramname="date">2025-03-14</param></function>\n',
+        [("get_weather", {"city": "Oslo", "date": "2025-03-14"})],
+    ),
+    "minicpm5 collapsed params, Ġ in the function tag": (
+        f'<function{G}name="get_weather"><paramname="city">Oslo</param>'
+        '<paramname="date">2025-03-14</param></function>\n',
+        [("get_weather", {"city": "Oslo", "date": "2025-03-14"})],
+    ),
+    # ... the arguments in one parameter named properties, written with Python's quotes
+    # (test_properties_wrapped_arguments), or named arguments (test_arguments_wrapped_arguments)
+    "minicpm5 properties wrapper": (
+        "<function name=\"lookup_flight\"><param name=\"properties\">{'flight_no': 'LH404'}"
+        "</param></function>",
+        [("lookup_flight", {"flight_no": "LH404"})],
+    ),
+    "minicpm5 arguments wrapper": (
+        '<function name="get_weather"><param name="arguments">'
+        '{"city": "Oslo", "date": "2025-03-14"}</param></function>',
+        [("get_weather", {"city": "Oslo", "date": "2025-03-14"})],
+    ),
+    # llama.cpp tests/test-chat.cpp, the Hermes 2 Pro parse tests: the function's name as an
+    # attribute, its JSON arguments as the body
+    "hermes 2 pro function name attribute": (
+        '<function name="get_weather">\n{"city": "Oslo"}\n</function>',
+        [WEATHER],
+    ),
+    # llama.cpp tests/test-chat.cpp, the Functionary v3.2 parse tests: python's code as it is
+    # (message_assist_call_python_lines), and whitespace after the arguments
+    "functionary python code": (
+        ">>>python\n# This is a program:\nprint('hey')",
+        [("python", {"code": "# This is a program:\nprint('hey')"})],
+    ),
+    "functionary whitespace after the arguments": (
+        '>>>get_weather\n{"city": "Oslo"} \n                    ',
+        [WEATHER],
+    ),
+    # SGLang test/registered/function_call/test_glm47_moe_detector.py,
+    # test_array_argument_with_escaped_json: the array as a JSON string's inside, its quotes
+    # escaped, no quotes around it ("raw string escaped JSON")
+    "glm array as escaped json": (
+        '<tool_call>search_docs<arg_key>filters</arg_key><arg_value>[{\\"id\\": \\"1\\", '
+        '\\"task\\": \\"Check the backend\\", \\"status\\": \\"in_progress\\"}]</arg_value>\n'
+        "</tool_call>",
+        [
+            (
+                "search_docs",
+                {"filters": [{"id": "1", "task": "Check the backend", "status": "in_progress"}]},
+            )
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UPSTREAM))
+def test_each_shape_an_upstream_parser_test_writes_is_read_as_that_test_expects(case: str) -> None:
+    text, expected = UPSTREAM[case]
+    assert found(text) == expected
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "step3 single_tool_call_output",
+        "step3 parallel_tool_calls_output",
+        "minicpm5 collapsed tags",
+        "minicpm5 properties wrapper",
+        "hermes 2 pro function name attribute",
+        "glm array as escaped json",
+    ],
+)
+def test_an_upstream_shape_runs_through_the_orchestrator(case: str) -> None:
+    text, expected = UPSTREAM[case]
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert (response.call_executed, response.call_failed) == (True, False), response
+    assert tools.ran == [name for name, _ in expected]
+
+
+def test_a_glm_value_written_as_an_escaped_json_strings_inside_is_typed_by_the_schema() -> None:
+    # SGLang's test_array_argument_with_escaped_json: an array where the schema takes one, an
+    # object likewise; a string parameter gets the text as written, backslashes and all
+    text = (
+        '<tool_call>search<arg_key>tags</arg_key><arg_value>[\\"a\\", \\"b\\"]</arg_value>'
+        '<arg_key>filters</arg_key><arg_value>{\\"year\\": 2024}</arg_value>'
+        '<arg_key>note</arg_key><arg_value>[\\"x\\"]</arg_value></tool_call>'
+    )
+    response = Orchestrator({"search": Search()}).process_llm_response(text)
+    assert response.call_executed, response.call_detail
+    assert response.tool_call_result == {
+        "tags": ["a", "b"],
+        "filters": {"year": 2024},
+        "note": '[\\"x\\"]',
+    }
+
+
+def test_minicpm5_keeps_a_tokenizer_space_inside_a_value_as_written() -> None:
+    # only the tags' heads are mended: a value is the model's text, byte for byte
+    text = f'<function{G}name="search_docs"><param{G}name="query">a{G}b</param></function>'
+    assert found(text) == [("search_docs", {"query": f"a{G}b"})]
+
+
+# Where the host reads differently from the upstream test, on purpose (each reason is in
+# docs/reference/detection-formats.md): what runs is never more than what the model wrote,
+# never a tool it did not name, and never a call whose end was cut off or that nothing marks.
+DIFFERS: dict[str, tuple[str, Expected]] = {
+    # vLLM test_minicpm5xml_tool_parser.py, test_extra_arguments_ignored_when_required_present:
+    # vLLM drops the parameter the tool does not take and runs; here the call keeps it, and
+    # the tool's schema refuses it with a retry prompt
+    "minicpm5 extra argument": (
+        '<function name="get_weather"><param name="city">Oslo</param>'
+        '<param name="unknown">ignored</param></function>',
+        [("get_weather", {"city": "Oslo", "unknown": "ignored"})],
+    ),
+    # ... test_wrapped_arguments_still_validate_schema: the wrapper's keys are the arguments,
+    # which the schema refuses (vLLM: no call either)
+    "minicpm5 wrapper of unknown arguments": (
+        '<function name="get_weather"><param name="properties">{"unknown": "x"}</param></function>',
+        [("get_weather", {"unknown": "x"})],
+    ),
+    # ... an empty wrapper is no arguments either way (vLLM: no call); the schema refuses it
+    "minicpm5 empty wrapper": (
+        '<function name="get_weather"><param name="properties">{}</param></function>',
+        [("get_weather", {"properties": {}})],
+    ),
+    # ... test_alias_get_details_by_phone: vLLM runs another tool than the one named
+    "minicpm5 tool name not on offer": (
+        '<function name="get_details_by_phone"><param name="phone_number">555-123-2002</param>'
+        "</function>",
+        [("get_details_by_phone", {"phone_number": "555-123-2002"})],
+    ),
+    # llama.cpp tests/test-chat-peg-parser-minicpm5.cpp, "stripped tags": a server took the
+    # special tokens <function, <param and the closing tags off; nothing marks the call
+    "minicpm5 stripped tags": (' name="get_weather"> name="city">Oslo', []),
+    # llama.cpp tests/test-chat.cpp, Functionary v3.2: the text after a generation prompt that
+    # ended with >>>, so the first header is not in the response; nothing marks the call
+    "functionary without its first >>>": ('get_weather\n{"city": "Oslo"} \n    ', []),
+    "functionary python code without its first >>>": (
+        "python\n# This is a program:\nprint('hey')",
+        [],
+    ),
+    # vLLM tests/tool_parsers/test_apertus_tool_parser.py, test_incomplete_tool_call: the
+    # arguments closed, then the text ends inside the call and the list; vLLM runs it
+    "apertus cut off after its last argument": (
+        '<|tools_prefix|>[{"get_weather": {"city": "Oslo"}',
+        [
+            (
+                "get_weather",
+                "problem: the call was cut off (<|tools_suffix|> never came); it was not run",
+            )
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DIFFERS))
+def test_where_the_host_reads_otherwise_than_upstream_nothing_runs(case: str) -> None:
+    text, expected = DIFFERS[case]
+    assert found(text) == expected
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(text)
+    assert not response.call_executed, response
+    assert response.call_failed == bool(expected), response
+    assert tools.ran == []

@@ -4,8 +4,11 @@ U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each c
 
 - V3 and R1: ``function<|tool▁sep|>name`` then the arguments in a fenced JSON block;
 - V3.1: ``name<|tool▁sep|>{json}``;
-- Step-3: ``function<|tool_sep|><steptml:invoke name="..."><steptml:parameter name="k">v``,
-  also written without the ``<|tool_calls_begin|>`` section around its calls;
+- Step-3: ``<steptml:invoke name="..."><steptml:parameter name="k">v`` right after
+  ``<|tool_call_begin|>`` (vLLM's Step-3 parser test writes it so), or after
+  ``function<|tool_sep|>``; a call written without the ``<|tool_calls_begin|>`` section
+  around it needs the ``function<|tool_sep|>`` (the test lists one without either as
+  malformed);
 
 and the DSML of V3.2 (``<|DSML|function_calls>``) and V4 (``<|DSML|tool_calls>``), two
 formats: each reads only its own block, up to its own closing tag (vLLM's V4 parser test
@@ -65,8 +68,8 @@ _DSML_PARAMETER = re.compile(
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     """The calls of every section; ``None`` when no section begins (the token only mentioned
     in a word, or a Step-3/DeepSeek token of another kind). Step-3 also writes its calls
-    without the section around them: each ``<|tool_call_begin|>`` whose body is a
-    ``<steptml:invoke>`` is then a call, and nothing else is."""
+    without the section around them: each ``<|tool_call_begin|>`` whose body is
+    ``function<|tool_sep|>`` and a ``<steptml:invoke>`` is then a call, and nothing else is."""
     section = _CALLS_BEGIN.search(text)
     step_only = section is None
     if section is not None:
@@ -78,8 +81,8 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
         start = first.start()
     calls: list[TextCall] = []
     for body, closing in _CALL.findall(text, start):
-        if step_only and "<steptml:invoke" not in body:
-            continue
+        if step_only and ("<steptml:invoke" not in body or _bare_invoke(body)):
+            continue  # outside a section, a Step-3 call needs its function<|tool_sep|>
         call = _one(body)
         if call is not None and not closing:  # at the end of the text
             # a Step-3 invoke said itself whether it closed; V3's fence and V3.1's JSON
@@ -94,19 +97,19 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     return TextDetection(tuple(calls), fmt)
 
 
+def _bare_invoke(body: str) -> bool:
+    """Whether a call's body is a Step-3 invoke without ``function<|tool_sep|>``."""
+    return body.lstrip().startswith("<steptml:invoke")
+
+
 def _one(body: str) -> TextCall | None:
+    if _bare_invoke(body):
+        return _step3(body)
     kind, sep, rest = _split_sep(body)
     if not sep:
         return None  # no separator: not a call
     if "<steptml:invoke" in rest:
-        invoke = _STEP_INVOKE.search(rest)
-        if invoke is None:
-            return None
-        name, inner, closing = invoke.groups()
-        if not closing:  # another parameter may have followed the last one
-            return TextCall(name, None, cut_off("</steptml:invoke>"))
-        values, texts = xml_arguments(_STEP_PARAMETER.findall(inner))  # values as written
-        return TextCall(name, values, texts=texts)
+        return _step3(rest)
     if kind.strip() == "function":  # V3 and R1: the name, then a fenced block
         fenced = _fenced(rest)
         if fenced is None:
@@ -114,6 +117,18 @@ def _one(body: str) -> TextCall | None:
             return TextCall(name or "?", None, "the arguments are not in a ```json block")
         return call_with_arguments(*fenced)
     return call_with_arguments(kind.strip(), rest.strip())  # V3.1: name, then the JSON
+
+
+def _step3(rest: str) -> TextCall | None:
+    """The call of Step-3's first ``<steptml:invoke>`` in ``rest``; ``None`` when none is."""
+    invoke = _STEP_INVOKE.search(rest)
+    if invoke is None:
+        return None
+    name, inner, closing = invoke.groups()
+    if not closing:  # another parameter may have followed the last one
+        return TextCall(name, None, cut_off("</steptml:invoke>"))
+    values, texts = xml_arguments(_STEP_PARAMETER.findall(inner))  # values as written
+    return TextCall(name, values, texts=texts)
 
 
 def _fenced(rest: str) -> tuple[str, str] | None:

@@ -10,8 +10,10 @@ tag here is text the model writes before its stop token (Qwen's ``<|im_end|>``, 
 last one). A function that closed runs without the ``</tool_call>`` after it. Qwen's
 template writes a newline after ``<parameter=k>`` and before ``</parameter>``: that one is
 taken off each side, the rest of the value kept as written; GLM writes its values without
-one. GLM-4.6/4.7 may write an array or object as a JSON string (``"[\\"a\\"]"``): it is read
-as what it holds, and its string kept for a tool whose schema takes a string."""
+one. GLM-4.6/4.7 may write an array or object as a JSON string (``"[\\"a\\"]"``), or as its
+inside with the quotes still escaped (``[{\\"id\\": 1}]``): it is read as what it holds, and
+its string kept for a tool whose schema takes a string. Hermes 2 Pro may also write
+``<function name="NAME">{json}</function>`` (llama.cpp reads it as a call)."""
 
 from __future__ import annotations
 
@@ -33,7 +35,10 @@ from mcs_host.orchestration.scanning import (
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
-_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)>(.*?)(</function>|\Z)", re.DOTALL)
+_FUNCTION_TAG = re.compile(
+    r'<function(?:=([^>\s]+)|\s++name="([^"<>]+)"\s*+)>(.*?)(</function>|\Z)', re.DOTALL
+)
+"""``<function=NAME>``, or Hermes 2 Pro's ``<function name="NAME">`` (group 2)."""
 # a value ends at its closing tag, or where the next parameter or the function begins
 _PARAMETER_TAG = re.compile(
     r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|\Z)", re.DOTALL
@@ -71,19 +76,24 @@ def _whole(body: str) -> bool:
 
 
 def function_tags(text: str, known: Collection[str]) -> TextDetection | None:
-    """``<function=name>`` tags without the ``<tool_call>`` around them."""
+    """``<function=name>`` tags (and ``<function name="name">`` ones with a JSON body)
+    without the ``<tool_call>`` around them."""
     calls = tuple(xml_functions(text))
     return TextDetection(calls, "function-tag") if calls else None
 
 
 def xml_functions(text: str) -> Iterator[TextCall]:
-    """``<function=name>`` with a JSON body (Llama) or ``<parameter=..>`` children (Qwen).
+    """``<function=name>`` with a JSON body (Llama) or ``<parameter=..>`` children (Qwen), and
+    ``<function name="name">`` with a JSON body (Hermes 2 Pro, as llama.cpp reads it).
     Parameters without ``</function>`` were cut off: the closing tag is text the model
     writes, and another parameter may have followed the last one."""
-    for name, body, closing in _FUNCTION_TAG.findall(text):
-        if body.strip()[:1] not in ("", "<", "{"):
-            continue  # "<function=name> syntax ...": the tag only mentioned
+    for equals, attribute, body, closing in _FUNCTION_TAG.findall(text):
         stripped = body.strip()
+        if attribute and not stripped.startswith("{"):
+            continue  # a JSON body only: MiniCPM-5's <param> tags are its own format's
+        if stripped[:1] not in ("", "<", "{"):
+            continue  # "<function=name> syntax ...": the tag only mentioned
+        name = equals or attribute
         if "<parameter=" in body:
             if not closing:
                 yield TextCall(name, None, cut_off("</function>"))
@@ -126,12 +136,17 @@ def _glm(body: str, known: Collection[str]) -> list[TextCall]:
 
 
 def _json_in_string(value: object) -> list[Any] | dict[str, Any] | None:
-    """The array or object a GLM value wrote as a JSON string (its quotes escaped), or
-    ``None``. The string stays in the call's texts: a tool whose schema takes a string gets
-    it as before, one whose schema takes an array or object gets what it holds."""
+    """The array or object a GLM value wrote as a JSON string (``"[\\"a\\"]"``), or as the
+    inside of one, its quotes escaped and no quotes around it (``[{\\"id\\": 1}]``, SGLang's
+    GLM-4.7 detector test ``test_array_argument_with_escaped_json``); else ``None``. The
+    string stays in the call's texts: a tool whose schema takes a string gets it as before,
+    one whose schema takes an array or object gets what it holds."""
     if not isinstance(value, str) or value.lstrip()[:1] not in ("[", "{"):
         return None
     inner = xml_value(value)
+    if isinstance(inner, str) and '\\"' in value:  # escaped, no quotes around it
+        unescaped = xml_value(f'"{value}"')
+        inner = xml_value(unescaped) if isinstance(unescaped, str) else None
     return inner if isinstance(inner, list | dict) else None
 
 
@@ -160,5 +175,5 @@ def _glm_pairs(body: str, at: int) -> Iterator[tuple[str, str, bool]]:
 
 FORMATS = (
     TextFormat("tool_call-tag", tool_call_tags, ("<tool_call>",), 100),
-    TextFormat("function-tag", function_tags, ("<function=",), 110),
+    TextFormat("function-tag", function_tags, ("<function=", '<function name="'), 110),
 )

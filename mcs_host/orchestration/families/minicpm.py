@@ -4,7 +4,15 @@ tool whose schema takes a string); a ``<![CDATA[...]]>`` value is the text insid
 is. Reasoning is ``<think>``. ``</function>`` is text the model writes before its stop
 token, and another ``<param>`` may follow the last closed one: a function without it was cut
 off, whatever it holds (SGLang's MiniCPM-5 detector reads a call only up to its
-``</function>``)."""
+``</function>``).
+
+As vLLM's MiniCPM-5 parser tests write them, and read here the same: a tag whose space the
+tokenizer left as ``Ġ`` (U+0120, ``<functionĠname="...">``) or dropped
+(``<paramname="...">``), and a function whose one parameter, ``properties`` or
+``arguments``, holds the arguments as an object, not empty (Python's quotes included). Not
+read the same: a ``Ġ`` inside a value stays (a value is the model's text), a parameter the
+tool does not take is kept (the tool's schema then refuses the call; vLLM's parser drops
+it), and a tool name is never mapped to another tool."""
 
 from __future__ import annotations
 
@@ -12,7 +20,12 @@ import re
 from collections.abc import Collection
 
 from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
-from mcs_host.orchestration.scanning import cut_off, parameters_closed, xml_arguments
+from mcs_host.orchestration.scanning import (
+    arguments_of,
+    cut_off,
+    parameters_closed,
+    xml_arguments,
+)
 
 __all__: list[str] = []  # the formats reach users through TextFormats
 
@@ -21,6 +34,10 @@ _CLOSE = "</function>"
 _PARAM = re.compile(r'<param\s++name="([^"<>]+)"\s*+>(.*?)</param>', re.DOTALL)
 _TAGS = ("<param ", "</param>")
 _CDATA = ("<![CDATA[", "]]>")
+_TOKENIZER_SPACE = "\u0120"  # Ġ: a byte-level tokenizer's space, left in by its decoder
+_LOOSE_TAG = re.compile(r"<(function|param)(?:\u0120++|(?=name=))")
+"""A tag's head with its space written as ``Ġ`` or left out."""
+_WRAPPERS = ("properties", "arguments")
 
 
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
@@ -28,6 +45,8 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
     or the end of the text; ``None`` when none holds parameters or ends (the tag only
     mentioned in prose). One pass over the openings, the closing tag searched for again
     only once passed: the text is read once."""
+    if _TOKENIZER_SPACE in text or "<functionname=" in text or "<paramname=" in text:
+        text = _LOOSE_TAG.sub(r"<\1 ", text)  # the tags' heads only: values stay as written
     calls = []
     openings = list(_OPENING.finditer(text))
     close = text.find(_CLOSE)
@@ -66,6 +85,10 @@ def _call(name: str, body: str) -> TextCall:
         if _is_cdata(value):
             arguments[key] = value[len(_CDATA[0]) : -len(_CDATA[1])]
     arguments = {key: arguments[key] for key in keys}
+    if len(pairs) == 1 and pairs[0][0] in _WRAPPERS and not _is_cdata(pairs[0][1]):
+        wrapped, problem, healed = arguments_of(pairs[0][1])
+        if wrapped and problem is None:  # <param name="properties">{...}</param>
+            return TextCall(name, wrapped, healed=healed)
     return TextCall(name, arguments, texts=texts)
 
 
