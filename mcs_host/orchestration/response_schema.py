@@ -20,6 +20,17 @@ optional one also taking ``null`` (which validation reads as not given), annotat
 object, ``oneOf``, ``minLength``...) keeps its own schema: the schema still holds for other
 consumers, and :attr:`ResponseSchema.strict` is false with the reasons. A tool whose
 ``$ref`` refers back to itself is left out, and named.
+
+Every schema it holds is in a form the constrained-decoding engines all compile (outlines-core,
+vLLM's ``outlines`` backend; llguidance, its ``guidance`` backend; llama.cpp's converter), with
+what it accepts unchanged: a value of any type (``{}``, ``true``, or a schema with only a
+``description``, which outlines-core refuses) lists every JSON type, and a string ``format``
+outside :data:`_FORMATS` is dropped (validation does not check formats; the engines refuse
+the ones they do not know). What a tool's own schema says that an engine does not implement
+(``uniqueItems``, ``not``... in llguidance) stays: that engine refuses the schema.
+
+One module: the schema and each rewrite of a tool's schema in it (``$ref`` written out,
+strict, portable, within the size limits) read the same keywords and change together.
 """
 
 from __future__ import annotations
@@ -80,6 +91,7 @@ def response_schema(tools: Sequence[Tool]) -> ResponseSchema:
             arguments = _strict(arguments, "")
         except _NotStrictError as exc:
             unstrict.append(f"tool {tool.name!r}: {exc}")
+            arguments = _portable(arguments)
         calls[tool.name] = {
             "type": "object",
             "properties": {"tool": {"type": "string", "const": tool.name}, "arguments": arguments},
@@ -191,10 +203,10 @@ _DROPPED = frozenset(
     }
 )  # fmt: skip
 """Annotations: no constraint validation checks, so leaving them out accepts no more."""
-_FORMATS = frozenset(
-    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
-"""The string formats strict mode takes (kept; others are dropped)."""
+_FORMATS = frozenset({"date-time", "time", "date", "email", "uuid"})
+"""The string formats kept: those strict mode takes that outlines-core and llguidance take too
+(strict mode also takes ``duration``, ``hostname``, ``ipv4`` and ``ipv6``, which
+outlines-core refuses). Others are dropped."""
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
 _TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 
@@ -308,6 +320,52 @@ def _kinds(values: Sequence[Any]) -> list[str] | None:
     if "integer" in kinds and "number" in kinds:
         kinds.remove("integer")
     return kinds or None
+
+
+# -- the form every engine takes -----------------------------------------------------------
+
+_ANY = ("string", "number", "boolean", "object", "array", "null")
+"""Every JSON type (``number`` holds ``integer``): the type of a value of any type, written out."""
+_TYPED = frozenset({"type", "anyOf", "oneOf", "allOf", "enum", "const", "$ref"})
+"""Keywords that say which values a schema takes; a schema with none of them takes any value."""
+_SCHEMA = frozenset(
+    {
+        "items", "additionalItems", "unevaluatedItems", "contains", "propertyNames", "not",
+        "if", "then", "else", "contentSchema",
+    }
+)  # fmt: skip
+"""Keywords whose value is one schema."""
+_SCHEMAS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+"""Keywords whose value is a list of schemas (``items`` as a list: a tuple, before 2020-12)."""
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "dependentSchemas"})
+"""Keywords whose value maps names to schemas."""
+_EXTRA = frozenset({"additionalProperties", "unevaluatedProperties"})
+"""Keywords whose value is a schema, or a boolean that every engine reads as it is."""
+
+
+def _portable(schema: Any) -> Any:
+    """``schema`` in the form every engine takes, accepting exactly the same values: a
+    schema that takes a value of any type lists every JSON type, and a ``format`` outside
+    :data:`_FORMATS` is dropped."""
+    if schema is True:
+        return {"type": list(_ANY)}
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "format" and value not in _FORMATS:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, Mapping):
+            out[key] = {name: _portable(sub) for name, sub in value.items()}
+        elif key in _SCHEMAS and isinstance(value, list):
+            out[key] = [_portable(sub) for sub in value]
+        elif key in _SCHEMA or (key in _EXTRA and not isinstance(value, bool)):
+            out[key] = _portable(value)
+        else:
+            out[key] = value
+    if not out.keys() & _TYPED:
+        out["type"] = list(_ANY)
+    return out
 
 
 # -- limits ----------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -638,6 +639,291 @@ def test_it_is_what_openai_and_ollama_take() -> None:
     TypeAdapter(ResponseFormatTextJSONSchemaConfigParam).validate_python(responses)
     request = ChatRequest(model="qwen3", messages=[], format=dict(answers.schema))
     assert request.model_dump(exclude_none=True)["format"] == answers.schema
+
+
+# -- every engine takes it ---------------------------------------------------------------------
+# The engines a server constrains decoding with, as their Python packages: outlines-core
+# (vLLM's ``outlines`` backend) and llguidance (vLLM's ``guidance`` backend, llama.cpp built
+# with it). Each is given a vocabulary of the 256 bytes, so a text it takes is one a model
+# may write one byte at a time. Not here: xgrammar (its wheel needs torch) and llama.cpp's
+# own converter (no wheel: llama-cpp-python builds llama.cpp from source).
+
+
+class _Bytes:
+    """A tokenizer of one token per byte; token 256 ends the text."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([byte]) for byte in range(256)] + [b""]
+    special_token_ids = (256,)
+
+    def __call__(self, text: bytes | str) -> list[int]:
+        return list(text if isinstance(text, bytes) else text.encode())
+
+
+def _outlines(schema: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Compile ``schema`` as vLLM's ``outlines`` backend does (the regex, which vLLM parses
+    with Python's ``re`` first, then an index over the vocabulary); what takes a text."""
+    import outlines_core  # type: ignore[import-untyped]
+    from outlines_core.json_schema import build_regex_from_schema  # type: ignore[import-untyped]
+
+    regex = build_regex_from_schema(json.dumps(schema))
+    re.compile(regex)
+    vocabulary = outlines_core.Vocabulary(256, {bytes([byte]): [byte] for byte in range(256)})
+    index = outlines_core.Index(regex, vocabulary)
+
+    def takes(text: str) -> bool:
+        guide = outlines_core.Guide(index)
+        for byte in text.encode():
+            try:
+                guide.advance(byte, return_tokens=False)
+            except ValueError:  # no state follows: the byte is masked out
+                return False
+        return bool(guide.is_finished())
+
+    return takes
+
+
+def _llguidance(schema: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Compile ``schema`` as vLLM's ``guidance`` backend does (flexible whitespace); what
+    takes a text."""
+    from llguidance import LLMatcher, LLTokenizer, TokenizerWrapper
+
+    tokenizer = LLTokenizer(TokenizerWrapper(_Bytes()), slices=[])
+    grammar = LLMatcher.grammar_from_json_schema(
+        dict(schema), defaults={"whitespace_flexible": True}
+    )
+    error = LLMatcher.validate_grammar(grammar, tokenizer)
+    if error:
+        raise ValueError(error)
+
+    def takes(text: str) -> bool:
+        matcher = LLMatcher(tokenizer, grammar, log_level=0)
+        data = list(text.encode())
+        return matcher.try_consume_tokens(data) == len(data) and matcher.is_accepting()
+
+    return takes
+
+
+ENGINES = {"outlines-core": _outlines, "llguidance": _llguidance}
+
+SHAPES: dict[str, list[Tool]] = {
+    "untyped": [
+        Tool(
+            name="note",
+            description="Keep a note.",
+            parameters=(
+                ToolParameter(name="text", description="Any value.", required=True),
+                ToolParameter(name="extra", description="Anything else."),
+                _parameter("raw", {}, required=False),
+                _parameter("meta", {"title": "Meta", "examples": [1]}, required=False),
+            ),
+        )
+    ],
+    "nullable": [
+        Tool(
+            name="find",
+            description="Find things.",
+            parameters=(
+                _parameter("query", {"type": ["string", "null"]}),
+                _parameter("limit", {"anyOf": [{"type": "integer"}, {"type": "null"}]}, False),
+                _parameter("page", {"type": "integer", "minimum": 1}, required=False),
+            ),
+        )
+    ],
+    "enum": [
+        Tool(
+            name="paint",
+            description="Paint.",
+            parameters=(
+                _parameter("color", {"type": "string", "enum": ["red", "green"]}),
+                _parameter("size", {"enum": [1, 2, 3]}, required=False),
+                _parameter("mode", {"enum": ["a", 1, None, True]}, required=False),
+            ),
+        )
+    ],
+    "nested": [
+        Tool(
+            name="ship",
+            description="Ship a parcel.",
+            parameters=(
+                _parameter(
+                    "to",
+                    {
+                        "type": "object",
+                        "properties": {
+                            "street": {"type": "string"},
+                            "at": {
+                                "type": "object",
+                                "properties": {
+                                    "lat": {"type": "number"},
+                                    "lon": {"type": "number"},
+                                },
+                                "required": ["lat", "lon"],
+                            },
+                        },
+                        "required": ["street"],
+                    },
+                ),
+                _parameter(
+                    "options",
+                    {"type": "object", "properties": {"fast": {"type": "boolean"}}},
+                    required=False,
+                ),
+            ),
+        )
+    ],
+    "array": [
+        Tool(
+            name="batch",
+            description="Run a batch.",
+            parameters=(
+                _parameter("ids", {"type": "array", "items": {"type": "integer"}, "minItems": 1}),
+                _parameter(
+                    "rows",
+                    {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"key": {"type": "string"}, "value": True},
+                            "required": ["key"],
+                        },
+                    },
+                    required=False,
+                ),
+                _parameter("anything", {"type": "array"}, required=False),
+                _parameter(
+                    "grid",
+                    {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                    required=False,
+                ),
+            ),
+        )
+    ],
+    "no parameters": [Tool(name="ping", description="Answer pong.")],
+    "formats": [
+        Tool(
+            name="fetch",
+            description="Fetch a page.",
+            parameters=(
+                _parameter("url", {"type": "string", "format": "uri-reference"}),
+                _parameter("host", {"type": "string", "format": "hostname"}, required=False),
+                _parameter("since", {"type": "string", "format": "date-time"}, required=False),
+            ),
+        )
+    ],
+    "pydantic": STRICT_TOOLS,
+    "free-form": LOOSE_TOOLS[:1],
+}
+"""Tool sets of each shape a tool's arguments take; with the bundled drivers' tools, the
+sets every engine is given."""
+
+_WRONG = {
+    "string": 12,
+    "integer": "12",
+    "number": "1.5",
+    "boolean": "yes",
+    "array": {},
+    "object": [],
+}
+"""A value of another type, for a schema of each type."""
+
+
+def _wrong_type(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``arguments`` with the first argument of one named type given a value of another."""
+    for name, sub in (schema.get("properties") or {}).items():
+        kind = sub.get("type")
+        if isinstance(kind, str) and kind in _WRONG and "enum" not in sub:
+            return {**arguments, name: _WRONG[kind]}
+    return None
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+@pytest.mark.parametrize("shape", ["bundled", *SHAPES])
+def test_every_engine_compiles_the_schema_and_takes_each_call_byte_by_byte(
+    engine: str, shape: str
+) -> None:
+    """Each engine compiles the schema of each tool set; every instance of the schema
+    (calls of each tool, several calls, the final answer), written as ``json.dumps`` writes
+    it, passes one byte at a time and runs; a call of a tool nobody offers, or with an
+    argument of another type, is refused."""
+    tools = _plugin_tools() if shape == "bundled" else SHAPES[shape]
+    orchestrator, _ = stack(tools)
+    schema = orchestrator.response_schema().schema
+    takes = ENGINES[engine](schema)
+    generate = Generator(schema, len(shape))
+    seen = set()
+    for _ in range(30):
+        instance = generate()
+        text = json.dumps(instance, ensure_ascii=False)  # outlines-core writes no \u escape
+        assert takes(text), text
+        answer = instance["response"]
+        seen.add(
+            "final" if "final" in answer else "several" if isinstance(answer, list) else "call"
+        )
+        response = orchestrator.process_llm_response(text)
+        assert response.is_empty if "final" in answer else response.call_executed, text
+    assert seen == {"final", "several", "call"}
+    assert not takes(json.dumps({"response": {"tool": "nope", "arguments": {}}}))
+    for name, branch in schema["$defs"].items():
+        arguments = Generator(schema, 0)(branch)["arguments"]
+        wrong = _wrong_type(arguments, branch["properties"]["arguments"])
+        if wrong is None:
+            wrong = {**arguments, "not_an_argument": 1}  # ping takes none
+        instance = {"response": {"tool": name, "arguments": wrong}}
+        assert accepted(schema, instance), instance  # wrong indeed
+        assert not takes(json.dumps(instance, ensure_ascii=False)), instance
+
+
+def test_a_value_of_any_type_lists_every_json_type_and_takes_what_it_took() -> None:
+    """outlines-core refuses a schema with a description and no type, which a parameter
+    without a schema is; the response schema lists every JSON type there instead, and takes
+    the same values."""
+    from outlines_core.json_schema import build_regex_from_schema
+
+    (note,) = SHAPES["untyped"]
+    own = note.input_schema()
+    with pytest.raises(ValueError, match="Unsupported JSON Schema structure"):
+        build_regex_from_schema(json.dumps(own))
+    answers = response_schema([note])
+    assert answers.problems == ("tool 'note': argument 'text': takes a value of any type",)
+    written = answers.schema["$defs"]["note"]["properties"]["arguments"]
+    assert written["required"] == ["text"]
+    for name, sub in own["properties"].items():
+        rewritten = written["properties"][name]
+        assert rewritten == {
+            **sub,
+            "type": ["string", "number", "boolean", "object", "array", "null"],
+        }
+        for value in (None, True, 0, 1.5, "x", [], [1, {"a": None}], {"a": [1]}):
+            assert accepted(rewritten, value) == accepted(sub, value) == [], value
+    (batch,) = SHAPES["array"]
+    rows = response_schema([batch]).schema["$defs"]["batch"]["properties"]["arguments"]
+    value = rows["properties"]["rows"]["items"]["properties"]["value"]  # true, as a schema
+    assert value == {"type": ["string", "number", "boolean", "object", "array", "null"]}
+
+
+def test_a_format_an_engine_does_not_know_is_dropped_and_the_others_are_kept() -> None:
+    """Validation does not check formats, so dropping one runs the same calls; outlines-core
+    refuses ``hostname`` and ``uri-reference``, llguidance the latter."""
+    (fetch,) = SHAPES["formats"]
+    loose = Tool(
+        name="resolve",
+        description="Resolve a host.",
+        parameters=(_parameter("host", {"type": "string", "format": "ipv4", "minLength": 7}),),
+    )
+    answers = response_schema([fetch, loose])
+    assert answers.problems == (
+        "tool 'resolve': argument 'host': minLength is not supported in strict mode",
+    )
+    strict = answers.schema["$defs"]["fetch"]["properties"]["arguments"]["properties"]
+    assert [strict[name].get("format") for name in ("url", "host", "since")] == [
+        None,
+        None,
+        "date-time",
+    ]
+    kept = answers.schema["$defs"]["resolve"]["properties"]["arguments"]["properties"]["host"]
+    assert kept == {"type": "string", "minLength": 7, "description": "The host."}
 
 
 # -- validation: null for an optional argument -------------------------------------------------
