@@ -50,12 +50,15 @@ def might_be_tool_call(
     partial: str, formats: TextFormats | None = None, known: Collection[str] = ()
 ) -> bool:
     """Whether the end of ``partial`` could be (the start of) a tool call: whether a
-    :class:`TextStream` fed its last 64 characters would hold any of them back (an opener of
-    ``formats`` or the start of one, a bracket or fence still open or holding a call of
-    ``known`` tools, a tag still open), other than the letters of a word that may begin a
-    marker (``f`` of ``functools[``): those are most often prose."""
+    :class:`TextStream` fed its last 64 characters (as the start of a response when they are
+    all of it) would hold any of them back (an opener of ``formats`` or the start of one, a
+    bracket or fence still open or holding a call of ``known`` tools, a tag still open), other
+    than the letters of a word that may begin a marker (``f`` of ``functools[``): those are
+    most often prose."""
     tail = partial[-_WINDOW:]
-    scanner = _Scanner(_table(formats), lambda text: detect(text, known, formats).found)
+    scanner = _Scanner(
+        _table(formats), lambda text: detect(text, known, formats).found, len(partial) <= _WINDOW
+    )
     scanner.feed(tail)
     return scanner.holding and _WORD.fullmatch(tail, scanner._start) is None
 
@@ -85,12 +88,17 @@ _CALL, _THINK, _STRAY, _FENCE = range(4)
 """What an opener starts, in the order a tie is decided: a call's marker (held to the end),
 a reasoning block (never shown), a stray ``</think>`` (dropped), a code fence (held until it
 closes, then shown unless it holds a call)."""
-_SCAN, _REASON, _HOLD, _DONE = range(4)
+_SCAN, _REASON, _HOLD, _DONE, _LEAD = range(5)
+"""What the scanner does: scan for openers, read a reasoning block to its closing, hold
+everything to the end, take no more chunks, or hold the start of the response while it may be
+the rest of a role header the prompt began."""
 _FENCE_MARK = "```"
 _IN_PLACE = "<think></think>"
 """Read before a closed bracket or fence that a reasoning tag came before: detection then
 reads it as in its place, where a ``</think>`` no longer ends reasoning the prompt opened."""
 _BRACKETS = {"{": "}", "[": "]"}
+_ROLE_HEADER = re.compile(r"<\|\w+\|>\w+(?= )")
+"""A marker's opening role header, up to the space after the role: ``<|start|>assistant``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +204,11 @@ class _Openers:
     unmarked: bool
     """A format declares no marker: it may read a call anywhere, so nothing is shown early."""
     tag_limit: int
+    leads: tuple[str, ...]
+    """What follows the role in each marker that opens with a role header, with and without
+    its space (`` to=`` and ``to=`` of gpt-oss's ``<|start|>assistant to=``): the prompt ends
+    with the role's header and the model may go on writing it, so a response that begins
+    with one of them is held as the marker is."""
 
 
 def _table(formats: TextFormats | None = None) -> _Openers:
@@ -233,6 +246,13 @@ def _openers(declared: tuple[tuple[str, ...], ...], reader: Reasoning) -> _Opene
             closer = _Automaton((_Pattern(pattern.closing, _STRAY, pattern.folded),))
             closers[index] = (closer, re.compile(f"[{re.escape(closer.firsts)}]"))
     starts = "".join(sorted(set(automaton.firsts + "{[<")))
+    headed = (_ROLE_HEADER.match(marker) for markers in declared for marker in markers)
+    leads = {
+        rest
+        for header in headed
+        if header is not None and header.end() < len(header.string)
+        for rest in (header.string[header.end() :], header.string[header.end() + 1 :])
+    }
     inside = "".join(sorted(set(automaton.firsts + "{}[]\"'\\")))
     return _Openers(
         automaton,
@@ -244,6 +264,7 @@ def _openers(declared: tuple[tuple[str, ...], ...], reader: Reasoning) -> _Opene
         reader,
         any(not any(markers) for markers in declared),
         max(64, 2 * max(len(p.text) for p in ordered)),
+        tuple(sorted(leads)),
     )
 
 
@@ -254,8 +275,11 @@ class _Scanner:
     many); a tag (``<`` up to ``>`` or a space, at most ``tag_limit`` characters) while a
     marker may appear inside it; a bracket (``{``, ``[``) until it closes and a fence until it
     closes, then shown unless ``check`` finds a call in it; everything from a call's marker on.
-    A reasoning block is dropped when it closes. Each character is looked at once, and each
-    closed bracket or fence is checked once: linear in the text however it is chunked.
+    A reasoning block is dropped when it closes. At the start of the response (when ``lead``),
+    text that may be the rest of a marker the prompt began (a role header the model goes on
+    writing) is held too, and as the marker is once it is whole. Each character is looked at
+    once, and each closed bracket or fence is checked once: linear in the text however it is
+    chunked.
     """
 
     __slots__ = (
@@ -283,12 +307,12 @@ class _Scanner:
         "_tag",
     )
 
-    def __init__(self, found: _Openers, check: Callable[[str], bool]) -> None:
+    def __init__(self, found: _Openers, check: Callable[[str], bool], lead: bool = True) -> None:
         self._found = found
         self._starts = found.starts
         self._check = check
-        self._mode = _HOLD if found.unmarked else _SCAN
-        self._idle = not found.unmarked
+        self._mode = _HOLD if found.unmarked else _LEAD if lead and found.leads else _SCAN
+        self._idle = self._mode == _SCAN
         """Nothing is held: a character that starts no opener is shown at once."""
         self._plain = False
         """Inside a bracket or fence, no opener begun: a character that starts none, and no
@@ -318,7 +342,7 @@ class _Scanner:
     @property
     def holding(self) -> bool:
         """Whether text is held back now that may be, or is, a tool call."""
-        return self._mode == _HOLD or (self._mode == _SCAN and self._start < self._pos)
+        return self._mode == _HOLD or (self._mode in (_SCAN, _LEAD) and self._start < self._pos)
 
     @property
     def text(self) -> str:
@@ -357,12 +381,32 @@ class _Scanner:
         if self._mode == _HOLD:
             self._pos += len(chunk)
             return ""
+        if self._mode == _LEAD:
+            return self._lead(chunk)
         if len(chunk) == 1 and self._mode == _SCAN:
             shown: list[str] = []
             self._step(chunk, self._pos, shown)
             self._pos += 1
             return "".join(shown)
         return self._scan(chunk)
+
+    def _lead(self, chunk: str) -> str:
+        """The start of the response, ``chunk`` kept already: held while it may be the rest
+        of a marker the prompt began, held to the end once it is, else scanned from its start."""
+        read = self._held + chunk
+        self._pos += len(chunk)
+        leads = self._found.leads
+        if any(read.startswith(lead) for lead in leads):
+            self._hold()
+            return ""
+        if any(lead.startswith(read) for lead in leads):
+            self._held = read
+            return ""
+        self._mode = _SCAN
+        self._idle = True
+        self._held = ""
+        self._pos = self._start
+        return self._scan(read)
 
     def _block(self) -> None:
         """Join the parts kept so far: a stream of single characters keeps few objects."""
@@ -570,11 +614,12 @@ class TextStream(_Scanner):
     ``feed`` returns the text that is safe to show now, never a fragment of call markup: it
     holds back a tail while it may be the start of one of the openers of the orchestrator's
     text formats, a bracket or a fence until it closes (then shows it unless it holds a call),
-    and everything from a call's marker on. Reasoning blocks, read by the one reader detection
-    reads them with, are not shown. ``finish`` returns what ``process_llm_response`` of the
-    whole text returns (it runs the calls once, however often it is called), and
-    :attr:`rest` the held text that turned out not to be a call. Cost is linear in the length
-    of the text however it is chunked.
+    everything from a call's marker on, and at the start of the response the rest of a role
+    header the prompt began (gpt-oss's `` to=functions.NAME``). Reasoning blocks, read by the
+    one reader detection reads them with, are not shown. ``finish`` returns what
+    ``process_llm_response`` of the whole text returns (it runs the calls once, however often
+    it is called), and :attr:`rest` the held text that turned out not to be a call. Cost is
+    linear in the length of the text however it is chunked.
     """
 
     __slots__ = ("_driver", "_end", "_rest")

@@ -35,6 +35,11 @@ from mcs_host import (
         ("[TOOL_CA", True),
         ("[get_weather(", True),
         ("<|python_tag|>", True),
+        (
+            " to=functions.get_weather",
+            True,
+        ),  # gpt-oss's role header, the prompt's <|start|>assistant before it
+        ("<|start|>assistant", True),
         ("Sure, here is a list [1, 2] of", False),
     ],
 )

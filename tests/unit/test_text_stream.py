@@ -1,9 +1,12 @@
 """The text stream a chat UI feeds: what it shows, what it holds back, and what it returns.
 
-For every response of the test corpora (each family's cases, the text formats, healed and
-cut-off calls, prose) and many ways of cutting it into chunks: ``finish`` returns what
-``process_llm_response`` returns for the whole text; when the response holds a call, the text
-shown holds no part of it; when it holds none, everything but reasoning is shown in the end.
+For every response of the test corpora (each family's cases, the forms of gpt-oss's
+headers, the text formats, healed and cut-off calls, prose) and many ways of cutting it into
+chunks (whole, a character at a time, about a token at a time, every cut in two, random
+sizes): ``finish`` returns what ``process_llm_response`` returns for the whole text; when the
+response holds a call, the text shown holds no part of it; when it holds none, everything but
+reasoning is shown in the end. A response that begins with its call, in every family and
+every form of gpt-oss's headers, shows nothing at all and runs what the whole text runs.
 Reasoning is read as the model wrote it, by one reader for what runs and what is shown: a
 call inside any family's reasoning block never runs, whatever the block quotes. A stream
 runs its calls once, however often and from wherever it is finished.
@@ -30,6 +33,7 @@ from mcs_host import (
     Orchestrator,
     TextStream,
     Tool,
+    ToolParameter,
     might_be_tool_call,
 )
 from mcs_host.orchestration import streaming
@@ -85,6 +89,11 @@ PROSE = {
     "apostrophes": "It's [Ann's] book {and Bob's}.",
     "email": "Write to dev@tooling.example or see functools.reduce.",
     "less than": "If x < 3 and y <= 4 then <not a tag",
+    "a role header's words": " to=do: milk, eggs.",
+    # llama.cpp tests/test-chat.cpp: gpt-oss calling its built-in python tool, not offered
+    "gpt-oss built-in tool": (
+        ' to=python<|channel|>commentary <|constrain|>code<|message|>print("hi")'
+    ),
     "empty": "",
 }
 
@@ -103,10 +112,76 @@ CALLS = {
 }
 
 
+# gpt-oss's calls in every form of its headers that the upstream tests feed their parsers, with
+# our tools' names and arguments. The prompt ends with <|start|>assistant, so a response may
+# begin with the rest of the role header: " to=functions.NAME<|channel|>...".
+HARMONY = {
+    # llama.cpp tests/test-chat.cpp, test_gpt_oss_parser: the recipient in the role header
+    "role header": (
+        " to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        '<|message|>{"city": "Oslo"}'
+    ),
+    "role header, analysis channel": (
+        ' to=functions.get_weather<|channel|>analysis <|constrain|>json<|message|>{"city": "Oslo"}'
+    ),
+    "role header after the analysis": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant"
+        ' to=functions.get_weather<|channel|>analysis <|constrain|>json<|message|>{"city": "Oslo"}'
+    ),
+    # ... the recipient in the channel header, with and without a content type
+    "channel header": (
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Oslo"}'
+    ),
+    "channel header, no content type": (
+        '<|channel|>commentary to=functions.get_weather<|message|>{"city": "Oslo"}'
+    ),
+    "channel header, analysis channel": (
+        '<|channel|>analysis to=functions.get_weather<|message|>{"city": "Oslo"}'
+    ),
+    "after a commentary preamble": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant<|channel|>commentary"
+        "<|message|>Hello, world!\nWhat's up?<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}'
+    ),
+    # openai/harmony tests/test_harmony.py: <|constrain|> right after the header, the prompt's
+    # <|start|>assistant taken off, and kept
+    "role header, constrain adjacent": (
+        ' to=functions.get_weather<|channel|>commentary<|constrain|>json<|message|>{"city": "Oslo"}'
+        "<|call|>"
+    ),
+    "role header with its start": (
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary<|constrain|>json"
+        '<|message|>{"city": "Oslo"}<|call|>'
+    ),
+    "channel first, constrain adjacent": (
+        '<|channel|>commentary to=functions.get_weather<|constrain|>json<|message|>{"city": "Oslo"}'
+        "<|call|>"
+    ),
+    # vLLM tests/parser/test_harmony.py: a preamble, then a call its <|end|> closes; two calls
+    "preamble, call ended by <|end|>": (
+        "<|channel|>commentary<|message|>Let me check.<|end|><|start|>assistant"
+        ' to=functions.get_weather<|channel|>commentary<|message|>{"city": "Oslo"}<|end|>'
+    ),
+    "two calls in role headers": (
+        "<|channel|>analysis<|message|>Thinking<|end|><|start|>assistant to=functions.get_weather"
+        '<|channel|>commentary<|constrain|>json<|message|>{"city": "Oslo"}<|call|>'
+        "<|start|>assistant to=functions.get_time<|channel|>commentary<|constrain|>json"
+        "<|message|>{}<|call|>"
+    ),
+    # a server that strips the response's leading space
+    "role header, its space stripped": (
+        'to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
+    ),
+}
+
+
 def _corpus() -> Iterator[tuple[str, str]]:
     for family, cases in CASES.items():
         for case, (text, _) in cases.items():
             yield f"{family}-{case}", text
+    for name, text in HARMONY.items():
+        yield f"gpt-oss {name}", text
     for name, text, _ in FORMATS:
         yield f"format-{name}", text
     for name, text, _ in HEALED:
@@ -171,11 +246,22 @@ def random_chunks(text: str, seed: int, largest: int) -> list[str]:
     return pieces
 
 
+_TOKEN = re.compile(r"<[|\uff5c][^<>]*?[|\uff5c]>|\w+|\s+|.", re.DOTALL)
+"""About a token: a special token whole (``<|channel|>``, and DeepSeek's with fullwidth bars),
+a word, a run of spaces, any other character."""
+
+
+def tokens(text: str) -> list[str]:
+    """``text`` cut about where a tokenizer cuts it: what a server streams, a token a chunk."""
+    return _TOKEN.findall(text)
+
+
 def chunkings(text: str) -> Iterator[list[str]]:
-    """The whole text, one character at a time, every cut in two (for a short text), and
-    random chunk sizes (three seeds each)."""
+    """The whole text, one character at a time, about a token at a time, every cut in two
+    (for a short text), and random chunk sizes (three seeds each)."""
     yield [text]
     yield list(text)
+    yield tokens(text)
     if len(text) <= 400:
         for cut in range(1, len(text)):
             yield [text[:cut], text[cut:]]
@@ -224,6 +310,77 @@ def test_adversarial_responses_stream_to_the_same_end(name: str) -> None:
         shown, response, stream = streamed(orchestrator, chunks)
         assert response == whole
         assert shown + stream.rest == (without_reasoning(text) if whole.is_empty else shown)
+
+
+# -- a call that begins the response ----------------------------------------------------------
+
+
+class Ran(MCSToolDriver):
+    """Offers every tool the start rows call, taking their arguments; records each run."""
+
+    meta = DriverMeta(id="ran-0001", name="Ran", version="1.0.0")
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+
+    def list_tools(self) -> list[Tool]:
+        keys = ("city", "ticker", "flight_no", "date", "query", "top_k", "filters", "tags")
+        parameters = [ToolParameter(name=key, description=key) for key in keys]
+        names = ("get_weather", "lookup_flight", "search_docs", "get_quote", "get_time")
+        return [Tool(name=n, description=f"The {n} tool.", parameters=parameters) for n in names]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        self.ran.append((tool_name, dict(arguments)))
+        return "ok"
+
+
+BEGINS = {"deepseek-dsml": "parallel", "gigachat": "parallel"}
+"""The case of a family whose response begins with its call, where ``single`` does not."""
+STARTS: dict[str, Any] = {
+    **{family: cases[BEGINS.get(family, "single")][0] for family, cases in CASES.items()},
+    **{f"gpt-oss {name}": text for name, text in HARMONY.items()},
+    # vLLM's and SGLang's GigaChat 3 parsers: the call right after the prompt's role header
+    "gigachat 3": pytest.param(
+        'function call<|role_sep|>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        marks=pytest.mark.xfail(
+            strict=True, reason="gigachat declares no marker for 'function call<|role_sep|>'"
+        ),
+    ),
+}
+"""Per family, a response that begins with its call (no prose before it), and every form of
+gpt-oss's headers."""
+
+
+@pytest.mark.parametrize("text", list(STARTS.values()), ids=list(STARTS))
+def test_a_call_that_begins_the_response_shows_nothing_and_runs_as_the_whole_text(
+    text: str,
+) -> None:
+    tools = Ran()
+    orchestrator = Orchestrator({"tools": tools})
+    whole = orchestrator.process_llm_response(text)
+    assert whole.call_executed, whole
+    ran = tools.ran
+    for chunks in chunkings(text):
+        tools.ran = []
+        shown, response, stream = streamed(orchestrator, chunks)
+        assert shown == "", chunks
+        assert stream.rest == ""
+        assert response == whole, chunks
+        assert tools.ran == ran, chunks
+
+
+def test_a_role_header_the_prompt_began_is_held_only_at_the_start_of_the_response() -> None:
+    orchestrator = Orchestrator({"tools": Anything()})
+    stream = orchestrator.stream()
+    assert [stream.feed(piece) for piece in (" to", "=functions", ".get_time")] == ["", "", ""]
+    assert stream.holding
+    stream = orchestrator.stream()
+    assert stream.feed(" to") == ""  # it may go on as a role header
+    assert stream.feed("day it rains.") == " today it rains."
+    stream = orchestrator.stream()
+    assert stream.feed("Send it to=") == "Send it to="  # after the start, prose
+    assert orchestrator.might_be_tool_call(" to=functions.get_time")
+    assert not orchestrator.might_be_tool_call("Send it" + " to=" + "x" * 60)  # not the start
 
 
 def test_prose_with_brackets_is_shown_as_soon_as_each_bracket_closes() -> None:
