@@ -61,6 +61,7 @@ class ResponseSchema:
     problems: tuple[str, ...] = ()
     """Why it is not strict, and each tool it leaves out, one line each."""
     name: str = NAME
+    """The schema's name where a provider asks for one (OpenAI's ``json_schema.name``)."""
 
     def json_schema(self) -> dict[str, Any]:
         """OpenAI's ``json_schema`` object: ``name``, ``schema`` (a copy) and ``strict``."""
