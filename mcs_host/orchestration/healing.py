@@ -38,11 +38,13 @@ _ESCAPES = {
 
 
 class Unhealable(ValueError):  # noqa: N818 - reads as a verdict: "unhealable: why"
-    """The text cannot be read as JSON for sure; ``truncated`` when it was cut off."""
+    """The text cannot be read as JSON for sure; ``truncated`` when it was cut off, else
+    ``at`` is the index in the text where reading broke off (``None`` when unknown)."""
 
-    def __init__(self, reason: str, *, truncated: bool = False) -> None:
+    def __init__(self, reason: str, *, truncated: bool = False, at: int | None = None) -> None:
         self.reason = reason
         self.truncated = truncated
+        self.at = at
         super().__init__(reason)
 
 
@@ -64,7 +66,7 @@ def heal(text: str) -> tuple[Any, tuple[str, ...]]:
         raise Unhealable("nested too deeply to read") from None
     reader.skip_space()
     if reader.position < len(text):
-        raise Unhealable(f"unexpected text after the value at character {reader.position}")
+        raise reader.refuse(f"unexpected text after the value at character {reader.position}")
     return value, tuple(dict.fromkeys(reader.notes))
 
 
@@ -78,6 +80,10 @@ class _Reader:
 
     def note(self, what: str) -> None:
         self.notes.append(what)
+
+    def refuse(self, reason: str) -> Unhealable:
+        """The text cannot be read from here on (not cut off): broken off at this position."""
+        return Unhealable(reason, at=self.position)
 
     def at_end(self) -> bool:
         return self.position >= len(self.text)
@@ -118,7 +124,7 @@ class _Reader:
             try:
                 return json.loads(number.group())
             except ValueError:  # an integer past Python's digit limit
-                raise Unhealable("a number too long to read") from None
+                raise self.refuse("a number too long to read") from None
         word = _IDENTIFIER.match(self.text, self.position)
         if word:
             name = word.group()
@@ -129,7 +135,7 @@ class _Reader:
                 self.position = word.end()
                 self.note("read a Python literal")
                 return _PYTHON_LITERALS[name]
-        raise Unhealable(f"no value can start with {char!r} at character {self.position}")
+        raise self.refuse(f"no value can start with {char!r} at character {self.position}")
 
     def container(self, opening: str, closing: str) -> Any:
         self.position += 1
@@ -150,7 +156,9 @@ class _Reader:
                 if self.at_end():
                     raise Unhealable("the text ends after a key", truncated=True)
                 if self.text[self.position] != ":":
-                    raise Unhealable(f"expected ':' after key {key!r} at character {self.position}")
+                    raise self.refuse(
+                        f"expected ':' after key {key!r} at character {self.position}"
+                    )
                 self.position += 1
                 entries[key] = self.value()
             else:
@@ -165,7 +173,7 @@ class _Reader:
                 if not self.at_end() and self.text[self.position] == closing:
                     self.note("removed a trailing comma")
             elif char != closing:
-                raise Unhealable(f"expected ',' or {closing!r} at character {self.position}")
+                raise self.refuse(f"expected ',' or {closing!r} at character {self.position}")
 
     def unclosed(self, opening: str, closing: str, value: Any) -> Any:
         """End of text inside a container: mend one outermost ``}``, refuse anything else."""
@@ -184,7 +192,7 @@ class _Reader:
             return self.string(char)
         word = _IDENTIFIER.match(self.text, self.position)
         if not word:
-            raise Unhealable(f"expected a key at character {self.position}")
+            raise self.refuse(f"expected a key at character {self.position}")
         self.position = word.end()
         self.note("quoted an unquoted key")
         return word.group()
@@ -227,7 +235,7 @@ class _Reader:
                 try:
                     parts.append(chr(int(digits, 16)))
                 except ValueError:
-                    raise Unhealable(f"bad escape \\u{digits} at character {end}") from None
+                    raise Unhealable(f"bad escape \\u{digits} at character {end}", at=end) from None
                 self.position = end + 6
             else:
                 parts.append(_ESCAPES.get(escaped, "\\" + escaped))

@@ -306,6 +306,7 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
     final: Any = None
     has_final = False
     done = 0
+    enclosed = False  # read on inside a broken object that never closes
     objects = _Objects(text)
     for key in _KEY.finditer(text):
         start = key.start()
@@ -314,13 +315,14 @@ def _in_prose(text: str, known: Collection[str]) -> TextDetection:
         opening, end = objects.around(start, done)
         if opening is None:
             continue
-        found, after = _at(text, opening, known, end, objects)
+        found, after = _at(text, opening, known, end, objects, enclosed)
         if found is None:
             continue
         calls.extend(found.calls)
         notes.extend(found.notes)
         if found.has_final:
             final, has_final = found.final, True
+        enclosed = enclosed or (end is None and after < len(text))
         done = after
     return TextDetection(tuple(calls), "json", final, has_final, notes=tuple(dict.fromkeys(notes)))
 
@@ -404,11 +406,19 @@ _ARRAY = re.compile(r"\[")
 
 
 def _at(
-    text: str, index: int, known: Collection[str], end: int | None, objects: _Objects
+    text: str,
+    index: int,
+    known: Collection[str],
+    end: int | None,
+    objects: _Objects,
+    enclosed: bool = False,
 ) -> tuple[TextDetection | None, int]:
     """The calls in the object starting at ``index`` and closing at ``end``, and where the
-    span ends. An object open to the end of the text inside an array also open to the end
-    was cut off: more than its own brace is missing."""
+    span ends. An object open to the end of the text inside an array also open to the end,
+    or inside a broken object that never closes (``enclosed``), was cut off: more than its
+    own brace is missing. A broken object that never closes and breaks off where another
+    object begins (a ``{`` its JSON cannot hold there) spans only up to that ``{``: the
+    model began again, and what follows is read on its own."""
     if not _could_open(text, index) or _LATEX_BEFORE.search(text, max(0, index - 40), index):
         return None, index
     if end is None:
@@ -428,7 +438,12 @@ def _at(
         value, healed = heal(fragment)
         if end is None and objects.in_open_array(index):
             raise Unhealable("the list of calls never closes", truncated=True)
+        if end is None and enclosed:
+            raise Unhealable("the object around it never closes", truncated=True)
     except Unhealable as exc:
+        if end is None and exc.at and fragment.startswith("{", exc.at):
+            fragment = fragment[: exc.at]  # the rest is another object, read on its own
+            after = index + exc.at
         if looks_like_call(fragment):
             broken = TextCall(guess_name(fragment), None, problem_text(exc))
             return TextDetection((broken,), "json"), after

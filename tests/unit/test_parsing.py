@@ -62,6 +62,15 @@ FORMATS = [
         '{"tool": "add", "arguments": {"a": 1}}{"tool": "echo", "arguments": {"text": "y"}}',
         [("add", {"a": 1}), ("echo", {"text": "y"})],
     ),
+    (  # SGLang's Llama 3.2 test_invalid_then_valid_json: the first call breaks off where the
+        # second begins; the second runs, the first is reported
+        "invalid then valid",
+        '{"name": "get_weather", "parameters": {{"name": "get_weather", "parameters": {}}',
+        [
+            ("get_weather", "the call is not readable JSON (expected a key at character 39)"),
+            ("get_weather", {}),
+        ],
+    ),
     (
         "tool_call tags",
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n'
@@ -284,6 +293,81 @@ def test_several_calls_are_never_dropped_even_when_one_is_broken() -> None:
     content = response.messages[1]["content"]
     assert content.count("Result of") == 2
     assert content.count("Error from") == 1
+
+
+BROKEN_ADD = '{"name": "add", "parameters": {'
+"""A call that breaks off where another object begins (a key should come)."""
+BROKE_OFF = "the call is not readable JSON (expected a key at character 31)"
+CUT_OFF = "the call was cut off (the text ends inside {...}: it was cut off); it was not run"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "ran"),
+    [
+        (  # the model began again: the call after the break runs, once
+            BROKEN_ADD + '{"name": "add", "parameters": {"a": 2, "b": 3}}',
+            [("add", BROKE_OFF), ("add", {"a": 2, "b": 3})],
+            [{"a": 2, "b": 3}],
+        ),
+        (  # in prose, an object where a comma should be
+            'Adding. {"name": "add", "parameters": {"a": 1 {"name": "add", "parameters": '
+            '{"a": 2, "b": 3}}',
+            [
+                ("add", "the call is not readable JSON (expected ',' or '}' at character 38)"),
+                ("add", {"a": 2, "b": 3}),
+            ],
+            [{"a": 2, "b": 3}],
+        ),
+        (  # the second is cut off at the end of the text: neither runs
+            BROKEN_ADD + '{"name": "add", "parameters": {"a": 2, "b": 3',
+            [("add", BROKE_OFF), ("add", CUT_OFF)],
+            [],
+        ),
+        (  # the second lacks only its brace, but the first never closes either: cut off
+            BROKEN_ADD + '{"name": "add", "parameters": {"a": 2, "b": 3}',
+            [
+                ("add", BROKE_OFF),
+                ("add", "the call was cut off (the object around it never closes); it was not run"),
+            ],
+            [],
+        ),
+        (  # the first breaks off at a word, not where an object begins: what follows is its
+            # own, and the object in it an argument, never a call
+            '{"name": "add", "parameters": {"a": oops, "b": {"name": "add", "parameters": '
+            '{"a": 2, "b": 3}}',
+            [
+                (
+                    "add",
+                    "the call is not readable JSON (no value can start with 'o' at character 36)",
+                )
+            ],
+            [],
+        ),
+        (  # an object where a value may stand is a value: an argument of a call cut off
+            '{"name": "add", "parameters": {"a": 1, "b": {"name": "add", "parameters": '
+            '{"a": 2, "b": 3}}',
+            [("add", CUT_OFF)],
+            [],
+        ),
+    ],
+    ids=[
+        "begun again",
+        "in prose",
+        "second cut off",
+        "second one brace short",
+        "broken at a word",
+        "an argument",
+    ],
+)
+def test_a_call_that_breaks_off_where_another_begins_runs_only_the_whole_one(
+    text: str, expected: list[tuple[str, Any]], ran: list[dict[str, Any]]
+) -> None:
+    assert calls(text) == expected
+    calc = Calculator()
+    response = Orchestrator({"calc": calc}).process_llm_response(text)
+    assert [arguments for _, arguments in calc.calls] == ran
+    assert response.call_failed  # the broken call is answered, never run
+    assert response.retry_prompt is not None
 
 
 def test_valid_json_stays_byte_exact() -> None:
