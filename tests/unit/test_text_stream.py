@@ -339,12 +339,14 @@ BEGINS = {"deepseek-dsml": "parallel", "gigachat": "parallel"}
 STARTS: dict[str, Any] = {
     **{family: cases[BEGINS.get(family, "single")][0] for family, cases in CASES.items()},
     **{f"gpt-oss {name}": text for name, text in HARMONY.items()},
-    # vLLM's and SGLang's GigaChat 3 parsers: the call right after the prompt's role header
-    "gigachat 3": pytest.param(
-        'function call<|role_sep|>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}',
-        marks=pytest.mark.xfail(
-            strict=True, reason="gigachat declares no marker for 'function call<|role_sep|>'"
-        ),
+    # vLLM's and SGLang's GigaChat 3 parsers: the call right after the prompt's role header,
+    # and after the message separator (vLLM's test outputs begin with it)
+    "gigachat 3": (
+        'function call<|role_sep|>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    ),
+    "gigachat 3, message separator": (
+        '<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "get_weather", '
+        '"arguments": {"city": "Oslo"}}'
     ),
 }
 """Per family, a response that begins with its call (no prose before it), and every form of
@@ -405,6 +407,23 @@ def test_a_bracket_holding_a_call_is_never_shown_and_the_rest_waits_for_the_end(
     response = stream.finish()
     assert response.call_executed
     assert stream.rest == ""
+
+
+def test_gigachat_3_shows_only_the_text_before_its_message_separator() -> None:
+    # vLLM's GigaChat 3 parser: the content is what precedes <|message_sep|>
+    text = (
+        'Let me check.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "get_weather", '
+        '"arguments": {"city": "Oslo"}}'
+    )
+    tools = Ran()
+    orchestrator = Orchestrator({"tools": tools})
+    for chunks in chunkings(text):
+        tools.ran = []
+        shown, response, stream = streamed(orchestrator, chunks)
+        assert shown == "Let me check.", chunks
+        assert response.call_executed
+        assert tools.ran == [("get_weather", {"city": "Oslo"})]
+        assert stream.rest == ""
 
 
 def test_a_marker_holds_the_rest_and_prose_that_only_mentions_it_shows_at_the_end() -> None:

@@ -1,6 +1,8 @@
 """GigaChat 3 and 3.1: one JSON call after ``function call<|role_sep|>`` (3) or
 ``<|function_call|>`` (3.1), perhaps followed by ``</s>``; without it, the call runs when
-its JSON is whole as written, else it was cut off."""
+its JSON is whole as written, else it was cut off. GigaChat 3 ends the text before a call
+with ``<|message_sep|>`` (vLLM's parser shows only what precedes it): a marker, so a stream
+shows neither it nor the call's header."""
 
 from __future__ import annotations
 
@@ -29,4 +31,11 @@ def function_call(text: str, known: Collection[str]) -> TextDetection | None:
     return TextDetection(tuple(calls), "gigachat")
 
 
-FORMATS = (TextFormat("gigachat", function_call, ("<|role_sep|>", "<|function_call|>"), 220),)
+FORMATS = (
+    TextFormat(
+        "gigachat",
+        function_call,
+        ("function call<|role_sep|>", "<|message_sep|>", "<|function_call|>"),
+        220,
+    ),
+)
