@@ -29,8 +29,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from mcs_host._version import __version__
 from mcs_host.interfaces import (
@@ -44,37 +43,50 @@ from mcs_host.interfaces import (
     is_tool_driver,
 )
 
-from .calls import Detection, TextFormat
-from .detection import detect
-from .execution import AsyncExecution, Audit, Consent, Execution, import_contract
-from .messages import Provider, native_tools
-from .prompting import Prompts, render_tools
-from .response_schema import ResponseSchema, response_schema
-from .routing import Routing
-from .streaming import TextStream, is_complete_tool_call, might_be_tool_call
-from .text import TextFormats
-from .validation import ArgumentValidator, compile_schema
-
 if TYPE_CHECKING:
     from mcs_host.contract import Binding, DriverContext, DriverMeta, DriverResponse, Tool
+
+    from .calls import Detection, TextFormat
+    from .detection import detect
+    from .execution import AsyncExecution, Audit, Consent, Execution
+    from .messages import Provider, native_tools
+    from .prompting import Prompts, render_tools
+    from .response_schema import ResponseSchema, response_schema
+    from .routing import Routing
+    from .streaming import TextStream, is_complete_tool_call, might_be_tool_call
+    from .text import TextFormats
+    from .validation import ArgumentValidator, compile_schema
 
 __all__ = ["Orchestrator"]
 
 _LABEL_REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _import_contract() -> None:
-    """Bind the contract's data types here (and in :mod:`.execution`). Called by the first
-    orchestrator made, so that importing this module (``mcs_host.Orchestrator``) imports no
-    pydantic."""
+def _import_runtime() -> None:
+    """Bind here what an orchestrator runs with: the contract's data types (pydantic) and
+    the modules that detect, check, run and answer calls (with the text formats and their
+    patterns). Called by the first orchestrator made, so that importing this module
+    (``mcs_host.Orchestrator``) imports none of them. ``Tool`` comes last: an orchestrator
+    made after a failed call tries again."""
     global Binding, DriverContext, DriverMeta, Tool  # noqa: PLW0603
-    from mcs_host.contract import Binding, DriverContext, DriverMeta, Tool  # noqa: PLC0415
+    global detect, AsyncExecution, Execution, native_tools, Prompts, render_tools  # noqa: PLW0603
+    global response_schema, Routing, TextStream, TextFormats, compile_schema  # noqa: PLW0603
+    global is_complete_tool_call, might_be_tool_call  # noqa: PLW0603
+    from .detection import detect  # noqa: PLC0415
+    from .execution import AsyncExecution, Execution, import_contract  # noqa: PLC0415
+    from .messages import native_tools  # noqa: PLC0415
+    from .prompting import Prompts, render_tools  # noqa: PLC0415
+    from .response_schema import response_schema  # noqa: PLC0415
+    from .routing import Routing  # noqa: PLC0415
+    from .streaming import TextStream, is_complete_tool_call, might_be_tool_call  # noqa: PLC0415
+    from .text import TextFormats  # noqa: PLC0415
+    from .validation import compile_schema  # noqa: PLC0415
 
     import_contract()
+    from mcs_host.contract import Binding, DriverContext, DriverMeta, Tool  # noqa: PLC0415
 
 
-@dataclass(frozen=True, slots=True)
-class _Mount:
+class _Mount(NamedTuple):  # a named tuple, not a dataclass: importing this module stays cheap
     driver: Any
     tools: tuple[tuple[Tool, ArgumentValidator], ...] | None
     """Each tool with its compiled schema; ``None`` for a standalone MCSDriver, which is
@@ -132,7 +144,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         text_formats: Iterable[TextFormat] = (),
     ) -> None:
         if "Tool" not in globals():
-            _import_contract()
+            _import_runtime()
         self.name = name
         self.namespace = namespace
         self.on_unknown = on_unknown
@@ -275,9 +287,9 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return might_be_tool_call(partial, self.text_formats, self._table.routes)
 
     def stream(self) -> TextStream:
-        """A :class:`TextStream` for one response streamed as text: ``feed`` each chunk and
-        show what it returns; ``finish`` returns what :meth:`process_llm_response` returns
-        for the whole text."""
+        """A :class:`~mcs_host.orchestration.streaming.TextStream` for one response streamed
+        as text: ``feed`` each chunk and show what it returns; ``finish`` returns what
+        :meth:`process_llm_response` returns for the whole text."""
         return TextStream(self)
 
     def is_complete_tool_call(self, text: str) -> bool:

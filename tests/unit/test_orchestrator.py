@@ -462,3 +462,33 @@ def test_a_call_edited_by_consent_is_checked_and_routed_again() -> None:
 def test_executing_a_detection_without_calls_is_the_empty_response() -> None:
     stack = Orchestrator({"calc": Calculator()})
     assert stack.execute(stack.detect("No call here.")).is_empty
+
+
+def test_importing_the_orchestrator_imports_nothing_it_runs_calls_with() -> None:
+    # `import mcs_host; mcs_host.Orchestrator` costs less than the reference SDK's import
+    # (scripts/bench_import.py) because the module imports at its top only the driver
+    # interfaces and the standard library (no dataclasses either: inspect and ast come with
+    # it); the contract, detection with its families' patterns, validation, routing and
+    # running come with the first orchestrator made
+    import ast
+    from pathlib import Path
+
+    from mcs_host.orchestration import orchestrator
+
+    tree = ast.parse(Path(orchestrator.__file__).read_text("utf-8"))
+    imported = set()
+    for node in tree.body:  # the module's top level: not under `if TYPE_CHECKING:`
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert imported == {
+        "__future__",
+        "collections",
+        "collections.abc",
+        "mcs_host._version",
+        "mcs_host.interfaces",
+        "re",
+        "threading",
+        "typing",
+    }
