@@ -69,7 +69,7 @@ def main() -> int:
         ],
         "`import typer` alone": [python, "-P", "-c", "import typer"],
         "`mcs-host list --no-verify --json`": [script, "list", "--no-verify", "--json"],
-        "`mcs-host --version` (through typer)": [script, "--version"],
+        "`mcs-host --version` (answered before any import)": [script, "--version"],
         "`mcs-host load --json` (the bundled drivers)": [
             script,
             "load",
