@@ -6,9 +6,9 @@
 
 For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras and
 the bundled plugins installed editable (by uv, which pip installs first: 5 s where pip took 44 s
-here), then mypy, then the wheelhouse the tests install from
-(built once, for every worker) and pytest (one worker per core, pytest-xdist, sharing one uv
-cache). ruff (lint and format check) runs once.
+here; by pip when uv cannot, as uv reads no pip settings), then mypy, then the wheelhouse the
+tests install from (built once, for every worker) and pytest (one worker per core,
+pytest-xdist, sharing one uv cache). ruff (lint and format check) runs once.
 A version whose interpreter is missing is reported as skipped; any failure exits 1.
 """
 
@@ -103,7 +103,10 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
         editable += ["-e", str(plugin.relative_to(ROOT))]
     bootstrap = [python, "-m", "pip", "install", *pip_output(), uv_requirement()]
     install = [python, "-m", "uv", "pip", "install", "--python", python, *uv_output(), *editable]
-    if not (step(f"{version}: uv", bootstrap, env) and step(f"{version}: install", install, env)):
+    with_uv = step(f"{version}: uv", bootstrap, env) and step(f"{version}: install", install, env)
+    # uv reads no pip configuration: where only pip's settings reach an index, pip installs
+    fallback = [python, "-m", "pip", "install", *pip_output(), *editable]
+    if not (with_uv or step(f"{version}: install with pip (uv could not)", fallback, env)):
         return False
     ok = True
     if lint:
