@@ -2306,6 +2306,54 @@ UPSTREAM: dict[str, tuple[str, Expected]] = {
             )
         ],
     ),
+    # ... the same test's raw string: a literal backslash-n after the name and after the key
+    "glm raw string with literal backslash-n": (
+        '<tool_call>search_docs\\n<arg_key>filters</arg_key>\\n<arg_value>[{\\"id\\": '
+        '\\"1\\"}]</arg_value>\n</tool_call>',
+        [("search_docs", {"filters": [{"id": "1"}]})],
+    ),
+    # llama.cpp tests/test-chat.cpp, Qwen3-Coder, "parallel, first without <tool_call>": the
+    # first function closed by a </tool_call> whose opening tag was left out
+    "qwen3-coder first call without <tool_call>": (
+        "<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n"
+        "</tool_call>\n<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+        [WEATHER, ("get_time", {})],
+    ),
+    # SGLang test_function_call_parser.py, TestQwen3CoderDetector,
+    # test_parse_streaming_multiple_tools: every line of the block indented by 8 spaces
+    "qwen3-coder indented block": (
+        "<tool_call>\n        <function=get_weather>\n        <parameter=city>\n        Oslo\n"
+        "        </parameter>\n        </function>\n        </tool_call>\n        Then:\n"
+        "        <tool_call>\n        <function=search_docs>\n        <parameter=query>\n"
+        "        a\n          b\n        </parameter>\n        <parameter=filters>\n"
+        '        {"year": 2024}\n        </parameter>\n        </function>\n        </tool_call>',
+        [WEATHER, ("search_docs", {"query": "a\n  b", "filters": {"year": 2024}})],
+    ),
+    # llama.cpp tests/test-chat.cpp, Kimi-K2-Thinking, "real life: execute_command, no end
+    # markers": no section, no end marker, the JSON whole
+    "kimi k2 without its section": (
+        '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # llama.cpp tests/test-chat.cpp, LLM-jp-4.1-8b-thinking, "recipient in channel header",
+    # "recipient in role header", "two calls separated by <|end|>": a space after each token
+    "llm-jp harmony, recipient in the channel": (
+        '<|channel|> commentary to=functions.get_weather<|message|> {"city": "Oslo"}',
+        [WEATHER],
+    ),
+    "llm-jp harmony, two calls in role headers": (
+        "<|channel|> analysis<|message|> I'm\nthinking<|end|><|start|> assistant "
+        "to=functions.get_weather<|channel|> commentary <|constrain|>  json<|message|> "
+        '{"city": "Oslo"}<|end|><|start|> assistant to=functions.get_time<|channel|> '
+        "commentary <|constrain|>  json<|message|> {}",
+        [WEATHER, ("get_time", {})],
+    ),
+    # Ollama tools/tools_test.go, TestParser, deepseek: the template's ASCII bars with U+2581
+    "deepseek with ascii bars": (
+        f"<|tool{U}calls{U}begin|><|tool{U}call{U}begin|>function<|tool{U}sep|>get_weather\n"
+        f'```json\n{{"city": "Oslo"}}\n```<|tool{U}call{U}end|><|tool{U}calls{U}end|>',
+        [WEATHER],
+    ),
 }
 
 
@@ -2404,6 +2452,35 @@ DIFFERS: dict[str, tuple[str, Expected]] = {
             (
                 "get_weather",
                 "problem: the call was cut off (<|tools_suffix|> never came); it was not run",
+            )
+        ],
+    ),
+    # llama.cpp tests/test-chat.cpp, Kimi-K2-Thinking, "calls inside an unclosed <think>":
+    # llama.cpp ends the reasoning at the section marker; here a <think> never closed is
+    # reasoning still, and nothing in it runs
+    "kimi k2 calls inside an unclosed think": (
+        "<think>I need to call it<|tool_calls_section_begin|><|tool_call_begin|>"
+        'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        [],
+    ),
+    # llama.cpp tests/test-chat.cpp, gpt-oss-120b, "recipient in the role header": the message
+    # to functions.NAME is in the analysis channel, which is reasoning here: never ended, no call
+    "gpt-oss call in the analysis channel, recipient in the role": (
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}',
+        [],
+    ),
+    # vLLM test_kimi_k2_tool_parser.py, test_bare_counter_multiple_tools_infers_by_args: vLLM
+    # picks the tool whose parameters match the argument names; here a bare counter with more
+    # than one tool on offer names none, and the call fails
+    "kimi k2 bare counter, tool inferred from the arguments": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>0 <|tool_call_argument_begin|>"
+        '{"city": "Oslo"}<|tool_call_end|><|tool_calls_section_end|>',
+        [
+            (
+                "?",
+                "problem: the call's id '0' names no tool and 5 tools are on offer: give it "
+                "as functions.NAME:0",
             )
         ],
     ),

@@ -1,5 +1,6 @@
 """DeepSeek and Step-3: ``<|tool▁calls▁begin|>`` sections (in the tokens every ``|`` is
-U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too), each call
+U+FF5C and the separators are U+2581; ``_`` and spaces are accepted too, and an ASCII ``|``
+with U+2581 as Ollama's template writes them), each call
 ``<|tool▁call▁begin|>`` ... ``<|tool▁call▁end|>``:
 
 - V3 and R1: ``function<|tool▁sep|>name`` then the arguments in a fenced JSON block;
@@ -43,15 +44,16 @@ from mcs_host.orchestration.scanning import (
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 _BAR = "\uff5c"
+_B = "[\uff5c|]"  # a token's bar: Ollama's DeepSeek template writes ASCII ``|``
 _S = "[\u2581_ ]"  # the separator inside a token's name
-_CALLS_BEGIN = re.compile(rf"<{_BAR}tool{_S}calls(?:{_S}begin)?{_BAR}>")
-_CALLS_END = re.compile(rf"<{_BAR}tool{_S}calls{_S}end{_BAR}>")
+_CALLS_BEGIN = re.compile(rf"<{_B}tool{_S}calls(?:{_S}begin)?{_B}>")
+_CALLS_END = re.compile(rf"<{_B}tool{_S}calls{_S}end{_B}>")
 _CALL = re.compile(
-    rf"(?:<{_BAR}tool{_S}call{_S}begin{_BAR}>)(.*?)(<{_BAR}tool{_S}call{_S}end{_BAR}>|\Z)",
+    rf"(?:<{_B}tool{_S}call{_S}begin{_B}>)(.*?)(<{_B}tool{_S}call{_S}end{_B}>|\Z)",
     re.DOTALL,
 )
-_CALL_BEGIN = re.compile(rf"<{_BAR}tool{_S}call{_S}begin{_BAR}>")
-_SEP = re.compile(rf"<{_BAR}tool{_S}sep{_BAR}>")
+_CALL_BEGIN = re.compile(rf"<{_B}tool{_S}call{_S}begin{_B}>")
+_SEP = re.compile(rf"<{_B}tool{_S}sep{_B}>")
 _STEP_INVOKE = re.compile(r'<steptml:invoke name="([^"]+)">(.*?)(</steptml:invoke>|\Z)', re.DOTALL)
 _STEP_PARAMETER = re.compile(
     r'<steptml:parameter name="([^"]+)">(.*?)(?:</steptml:parameter>|\Z)', re.DOTALL
@@ -211,7 +213,7 @@ def _dsml_invokes(block: str) -> list[TextCall]:
 
 
 FORMATS = (
-    TextFormat("deepseek", tool_calls, (f"<{_BAR}tool",), 130),
+    TextFormat("deepseek", tool_calls, (f"<{_BAR}tool", "<|tool\u2581calls"), 130),
     TextFormat("deepseek-dsml", dsml, (f"<{_DSML}function_calls>",), 131),
     TextFormat("deepseek-v4-dsml", dsml_v4, (f"<{_DSML}tool_calls>",), 132),
 )

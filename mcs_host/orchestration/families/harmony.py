@@ -23,10 +23,11 @@ from mcs_host.orchestration.scanning import call_with_arguments, cut_off, whole_
 __all__: list[str] = []  # the formats reach users through TextFormats
 
 _HEADER = re.compile(
-    r"<\|channel\|>(\w++)(?:\s*+to=([\w.\-]++))?+\s*+(?:<\|constrain\|>\s*+\w++|json)?+\s*+"
+    r"<\|channel\|>\s*+(\w++)(?:\s*+to=([\w.\-]++))?+\s*+(?:<\|constrain\|>\s*+\w++|json)?+\s*+"
     r"<\|message\|>"
 )
-"""A message's header from its channel on; possessive, so a run of whitespace is read once."""
+"""A message's header from its channel on; possessive, so a run of whitespace is read once.
+Whitespace may stand after each token (LLM-jp 4.1 writes ``<|channel|> commentary``)."""
 _END = re.compile(r"<\|call\|>|<\|end\|>|<\|return\|>|<\|start\|>")
 _ROLE_RECIPIENT = re.compile(r"to=([\w.\-]++)\s*+")
 _LOOKBACK = 256

@@ -43,14 +43,24 @@ _FUNCTION_TAG = re.compile(
 _PARAMETER_TAG = re.compile(
     r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|\Z)", re.DOTALL
 )
-_GLM_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?=<arg_key>|\Z)")
+_GLM_GAP = r"(?:\s|\\n)*+"
+"""Between GLM's tags: whitespace, or a literal backslash-n (a raw string's ``\\n``, as
+SGLang's GLM-4.7 test writes it), which no name or tag holds."""
+_GLM_NAME = re.compile(rf"{_GLM_GAP}([A-Za-z_][\w.\-]*){_GLM_GAP}(?=<arg_key>|\Z)")
+_GLM_BETWEEN = re.compile(_GLM_GAP)
 _GLM_KEY, _GLM_VALUE = ("<arg_key>", "</arg_key>"), ("<arg_value>", "</arg_value>")
 
 
 def tool_call_tags(text: str, known: Collection[str]) -> TextDetection | None:
     """Each ``<tool_call>``: a JSON call, XML functions or a GLM call; ``None`` when the tag
-    is only mentioned."""
+    is only mentioned. XML functions closed by a ``</tool_call>`` before the first
+    ``<tool_call>`` count too: the model left out the first call's opening tag (llama.cpp's
+    Qwen3-Coder test), and each function says itself whether it closed."""
     calls: list[TextCall] = []
+    first = text.find("<tool_call>")
+    stray = text.find("</tool_call>", 0, first) if first != -1 else -1
+    if stray != -1 and "<function=" in text[:stray]:  # the first call's tag left out
+        calls.extend(xml_functions(text[:stray]))
     for body, closing in _TOOL_CALL_TAG.findall(text):
         if "<function=" in body:
             found = list(xml_functions(body))
@@ -99,7 +109,7 @@ def xml_functions(text: str) -> Iterator[TextCall]:
                 yield TextCall(name, None, cut_off("</function>"))
                 continue
             arguments, texts = xml_arguments(
-                (key, _one_newline_off(value)) for key, value in _PARAMETER_TAG.findall(body)
+                (key, _as_written(value)) for key, value in _PARAMETER_TAG.findall(body)
             )
             yield TextCall(name, arguments, texts=texts)
         elif not closing:  # a JSON body runs when it is whole as written
@@ -107,6 +117,20 @@ def xml_functions(text: str) -> Iterator[TextCall]:
             yield ended([call], whole_json(stripped), "</function>")[0]
         else:
             yield call_with_arguments(name, stripped) if stripped else TextCall(name, {})
+
+
+def _as_written(value: str) -> str:
+    """A parameter's text without the newline the format puts on each side and, when the
+    whole block is indented (``\\n    v\\n    </parameter>``, SGLang's Qwen3-Coder streaming
+    test), without that indentation: the ``</parameter>`` line's, which every line of the
+    value then starts with."""
+    indent = value[value.rfind("\n") + 1 :] if value.startswith("\n") else ""
+    if not indent or indent.strip(" \t") or value.count("\n") < 2:
+        return _one_newline_off(value)
+    lines = value[1 : -len(indent) - 1].split("\n")
+    if not all(line.startswith(indent) or not line.strip() for line in lines):
+        return _one_newline_off(value)
+    return "\n".join(line.removeprefix(indent) for line in lines)
 
 
 def _one_newline_off(value: str) -> str:
@@ -129,9 +153,10 @@ def _glm(body: str, known: Collection[str]) -> list[TextCall]:
         pairs.append((key.strip(), value))  # the value as written: GLM adds no newline
     arguments, texts = xml_arguments(pairs)
     for key, value in arguments.items():  # GLM-4.6/4.7: "[\"a\"]", an array as a string
-        inner = _json_in_string(value)
+        held = xml_value(value) if isinstance(value, str) and value[:1] == '"' else value
+        inner = _json_in_string(held)
         if inner is not None:
-            arguments[key], texts[key] = inner, value
+            arguments[key], texts[key] = inner, held
     return [TextCall(named.group(1), arguments, texts=texts)]
 
 
@@ -151,17 +176,17 @@ def _json_in_string(value: object) -> list[Any] | dict[str, Any] | None:
 
 
 def _glm_pairs(body: str, at: int) -> Iterator[tuple[str, str, bool]]:
-    """Each ``<arg_key>K</arg_key><arg_value>V</arg_value>`` from ``at`` on (whitespace may
-    separate the tags): the key, the value, and whether ``</arg_value>`` came. A key that no
-    value follows is skipped. Substring searches from tag to tag: the body is read once."""
+    """Each ``<arg_key>K</arg_key><arg_value>V</arg_value>`` from ``at`` on (whitespace, or a
+    literal backslash-n, may separate the tags): the key, the value, and whether
+    ``</arg_value>`` came. A key that no value follows is skipped. Substring searches from
+    tag to tag: the body is read once."""
     while (key := body.find(_GLM_KEY[0], at)) != -1:
         key_end = body.find(_GLM_KEY[1], key)
         if key_end == -1:
             return
         at = key_end + len(_GLM_KEY[1])
-        value = at
-        while value < len(body) and body[value] in " \t\r\n":
-            value += 1
+        gap = _GLM_BETWEEN.match(body, at)
+        value = gap.end() if gap is not None else at
         if not body.startswith(_GLM_VALUE[0], value):
             continue
         start = value + len(_GLM_VALUE[0])

@@ -3,7 +3,9 @@
 (the id is kept as the call's id). An id that is a bare counter ``INDEX`` names no tool: the
 call is to the one tool on offer. Reasoning (K2-Thinking) is ``<think>``. A call at the end
 of the text without ``<|tool_call_end|>`` (text the model writes before ``<|im_end|>``) runs
-when its JSON parses as written: its last brace ends its arguments.
+when its JSON parses as written: its last brace ends its arguments. The section's markers
+may be missing too (llama.cpp's Kimi-K2-Thinking test): then each call from the first
+``<|tool_call_begin|>`` counts whose id names its tool, under the same rule.
 
 Kimi K3 (XTML): a ``<|open|>tools<|sep|>`` channel, each call ``<|open|>call tool="NAME"
 index="N"<|sep|>`` ... ``<|close|>call<|sep|>`` holding ``<|open|>argument key="k"
@@ -40,18 +42,24 @@ _ID = re.compile(r"\s*+(?:(?:functions\.)?([\w.\-]+):)?(\d+)\s*+")
 
 
 def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
-    """The calls in the sections; a call whose id is neither ``[functions.]NAME:N`` nor a
-    bare counter ``N`` is left out, as Kimi's own parsers leave it. A bare counter names no
-    tool: the call is to the one tool on offer, and with more than one (or none) it fails."""
+    """The calls in the sections (or, with none, from a first call token); a call whose id
+    is neither ``[functions.]NAME:N`` nor a bare counter ``N`` is left out, as Kimi's own
+    parsers leave it. A bare counter names no tool: the call is to the one tool on offer, and
+    with more than one (or none) it fails; outside a section it is no call."""
     section = _SECTION.search(text)
-    if section is None:
+    bare = section is None
+    # no section: from a first call token, if any (llama.cpp's test writes it so)
+    start = text.find("<|tool_call_begin|>") if section is None else section.end()
+    if start == -1:
         return None
     calls = []
-    for id_text, body, closing in _CALL.findall(text, section.end()):
+    for id_text, body, closing in _CALL.findall(text, start):
         read = _ID.fullmatch(id_text)
         if read is None:
             continue
         name, index = read.groups()
+        if bare and name is None:
+            continue  # outside a section, only a call that names its tool counts
         if name is None:  # a bare counter
             if len(known) != 1:
                 calls.append(TextCall("?", None, _unnamed(index, known)))
@@ -63,6 +71,8 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
             continue
         found = call_with_arguments(name, body.strip())
         calls.append(TextCall(found.name, found.arguments, found.problem, found.healed, call_id))
+    if bare and not calls:
+        return None
     return TextDetection(tuple(calls), "kimi-k2")
 
 
@@ -119,7 +129,7 @@ def _attributes(text: str) -> dict[str, str]:
 
 
 FORMATS = (
-    TextFormat("kimi-k2", tool_calls, ("_section_begin|>",), 140),
+    TextFormat("kimi-k2", tool_calls, ("_section_begin|>", "<|tool_call_begin|>"), 140),
     TextFormat(
         "kimi-k3",
         k3_tool_calls,
