@@ -3,6 +3,10 @@ pythonic call lists and typed parameter values.
 
 Every family's detector (:mod:`.families`) and the JSON protocol (:mod:`.text`) read calls
 with these, so a call means the same, and fails the same way, in every format.
+
+One module: these readers are the one definition of what a call's text means, and they call
+on each other (one reading of a quoted string serves mending a pythonic list and finding
+where each of its calls ends).
 """
 
 from __future__ import annotations
@@ -282,14 +286,25 @@ def first_value(text: str) -> str:
     return text if end is None else text[: end + 1]
 
 
-def python_calls(source: str) -> Iterator[TextCall]:
-    """Calls in ``[f(a=1), g(b='x')]`` or ``f(a=1)``: keyword arguments of literal values."""
+def python_calls(source: str, siblings: bool = False) -> Iterator[TextCall]:
+    """Calls in ``[f(a=1), g(b='x')]`` or ``f(a=1)``: keyword arguments of literal values.
+    What Python does not read but has one meaning is mended first (:func:`_mended_python`),
+    and a set is a list of its items in the order written (``{'urgent', 'bug'}``). With
+    ``siblings``, a closed list that does not read as a whole gives the calls before the first
+    unreadable one, each closing and reading alone, and that one, reported, for the rest."""
+    source = source.strip()
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = _parsed_python(source)
     except SyntaxError as exc:
-        yield TextCall("?", None, f"not a readable call list: {exc.msg}")
+        readable = _readable_calls(source) if siblings and source.endswith("]") else []
+        for call, _ in readable:
+            yield from python_calls(call)
+        rest = source[readable[-1][1] :] if readable else source
+        named = _CALL_NAME.match(rest)
+        name = named.group(1) if readable and named else "?"
+        yield TextCall(name, None, f"not a readable call list: {exc.msg}")
         return
-    except (ValueError, RecursionError, MemoryError):  # a NUL byte, nesting too deep
+    except (ValueError, RecursionError, MemoryError):  # nesting too deep
         yield TextCall("?", None, "not a readable call list")
         return
     nodes = tree.body.elts if isinstance(tree.body, ast.List | ast.Tuple) else [tree.body]
@@ -301,7 +316,11 @@ def python_calls(source: str) -> Iterator[TextCall]:
             yield TextCall(name, None, "positional arguments: give each argument by name")
             continue
         try:
-            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+            arguments = {
+                kw.arg: ast.literal_eval(_SetsAsLists().visit(kw.value))
+                for kw in node.keywords
+                if kw.arg
+            }
         except (ValueError, TypeError, RecursionError):  # {[1]: 2} is a literal, not hashable
             yield TextCall(name, None, "an argument is not a literal value")
             continue
@@ -309,6 +328,126 @@ def python_calls(source: str) -> Iterator[TextCall]:
             yield TextCall(name, None, "an argument is not a JSON value (bytes, a set, inf...)")
             continue
         yield TextCall(name, arguments)
+
+
+def _readable_calls(source: str) -> list[tuple[str, int]]:
+    """The text of each call at the start of the list ``source`` that closes and reads alone,
+    up to the first that does not, with where the text after it (and its comma) starts."""
+    found: list[tuple[str, int]] = []
+    at = 1 if source[:1] == "[" else len(source)
+    while at < len(source):
+        named = _CALL_NAME.match(source, at)
+        end = _call_end(source, named.end() - 1) if named else -1
+        if named is None or end < 0:
+            break
+        text = source[named.start(1) : end]
+        try:
+            parsed = _parsed_python(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            break
+        after = _AFTER_CALL.match(source, end)
+        if not isinstance(parsed.body, ast.Call) or after is None:
+            break
+        at = after.end()
+        found.append((text, at))
+    return found
+
+
+def _call_end(source: str, opening: int) -> int:
+    """Where the call whose ``(`` is at ``opening`` ends (after its ``)``), strings minded;
+    ``-1`` when it does not close."""
+    depth, at, length = 0, opening, len(source)
+    while at < length:
+        char = source[at]
+        if char in "'\"":
+            quote = source[at : at + 3] if source.startswith(char * 3, at) else char
+            at = _string_end(source, at + len(quote), quote) + len(quote)
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return at + 1 if char == ")" else -1
+        at += 1
+    return -1
+
+
+_CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")
+_AFTER_CALL = re.compile(r"\s*,\s*")
+
+
+def _parsed_python(source: str) -> ast.Expression:
+    """``source`` parsed as an expression: as written, or else mended; the error of the text
+    as written when neither reads."""
+    try:
+        return ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError) as exc:
+        mended = _mended_python(source)
+        if mended == source:
+            raise
+        try:
+            return ast.parse(mended, mode="eval")
+        except (SyntaxError, ValueError):
+            raise exc from None
+
+
+def _mended_python(source: str) -> str:
+    """``source`` with what a model writes and Python does not read put right where it has
+    one meaning: a raw control character (a line break, a NUL) inside a quoted string
+    escaped, and an integer's leading zeros (``month=07``) dropped. A quote inside a string
+    of the same quote (``'sed -n '1,9p' f'``) is left: which quote closes it is a guess."""
+    parts: list[str] = []
+    at, length = 0, len(source)
+    while at < length:
+        opening = _QUOTE.search(source, at)
+        if opening is None:
+            parts.append(_LEADING_ZEROS.sub("", source[at:]))
+            break
+        parts.append(_LEADING_ZEROS.sub("", source[at : opening.start()]))
+        quote = opening.group()
+        end = _string_end(source, opening.end(), quote)
+        body = source[opening.end() : end]
+        if len(quote) == 1:
+            body = _CONTROL.sub(lambda c: f"\\x{ord(c.group()):02x}", body)
+        else:  # a triple-quoted string holds line breaks; only NUL is not read
+            body = body.replace("\0", "\\x00")
+        parts.append(quote + body + source[end : end + len(quote)])
+        at = end + len(quote)
+    return "".join(parts)
+
+
+def _string_end(source: str, start: int, quote: str) -> int:
+    """Where the string opened before ``start`` by ``quote`` closes (or the length)."""
+    at, length = start, len(source)
+    while at < length:
+        if source[at] == "\\":
+            at += 2
+        elif source.startswith(quote, at):
+            return at
+        else:
+            at += 1
+    return length
+
+
+_QUOTE = re.compile(r"'''|\"\"\"|'|\"")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")
+
+
+class _SetsAsLists(ast.NodeTransformer):
+    """A set literal as a list of its items in the order written, each once: JSON has no
+    sets, and a model writing ``{'urgent', 'bug'}`` means the items."""
+
+    def visit_Set(self, node: ast.Set) -> ast.AST:
+        items: list[ast.expr] = []
+        seen: set[str] = set()
+        for item in node.elts:
+            key = ast.dump(item)
+            if key not in seen:
+                seen.add(key)
+                items.append(self.visit(item))
+        return ast.copy_location(ast.List(elts=items, ctx=ast.Load()), node)
 
 
 def is_json_value(value: Any, depth: int = 0) -> bool:

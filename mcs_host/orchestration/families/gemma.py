@@ -79,8 +79,10 @@ def _value(text: str, at: int, escape: str, depth: int = 0) -> tuple[Any, int]:
             key = text[at:colon].strip()
             if not key:
                 raise _UnreadableError("a key is empty")
-            result[key], at = _value(text, colon + 1, escape, depth + 1)
-            at = _after_item(text, at, "}")
+            start = _skip_space(text, colon + 1)
+            result[key], at = _value(text, start, escape, depth + 1)
+            delimited = text.startswith(escape, start) or text[start] in "{["
+            at = _after_item(text, at, "}", delimited)
         return result, at + 1
     if text[at] == "[":
         items = []
@@ -100,15 +102,21 @@ def _value(text: str, at: int, escape: str, depth: int = 0) -> tuple[Any, int]:
         return raw, end
 
 
-def _after_item(text: str, at: int, closing: str) -> int:
+def _after_item(text: str, at: int, closing: str, delimited: bool = False) -> int:
+    """Where the next item (or ``closing``) starts after the item ending at ``at``. The
+    comma between two may be missing after a ``delimited`` value (an escaped string, a
+    bracket): where it ends is not in doubt (``city:<escape>NYC<escape>unit:...``)."""
+    at = _skip_space(text, at)
+    if text[at] == ",":
+        at = _skip_space(text, at + 1)
+    elif text[at] != closing and not delimited:
+        raise _UnreadableError(f"expected ',' or {closing!r}")
+    return at
+
+
+def _skip_space(text: str, at: int) -> int:
     while text[at] in " \n\t":
         at += 1
-    if text[at] == ",":
-        at += 1
-        while text[at] in " \n\t":
-            at += 1
-    elif text[at] != closing:
-        raise _UnreadableError(f"expected ',' or {closing!r}")
     return at
 
 

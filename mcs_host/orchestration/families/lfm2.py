@@ -1,5 +1,6 @@
 """LFM2: ``<|tool_call_start|>[f(a=1), ...]<|tool_call_end|>`` (a pythonic list, or a JSON
-array of calls); prose often follows the end tag. A list at the end of the text without
+array of calls); prose often follows the end tag. In a closed block, the calls before one
+that does not read run, and that one is reported. A list at the end of the text without
 ``<|tool_call_end|>`` runs when it reads whole as written."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def tool_call_blocks(text: str, known: Collection[str]) -> TextDetection | None:
             found = calls_from_fragment(stripped, "<|tool_call_start|>")
             whole = whole_json(stripped)
         else:
-            found = list(python_calls(stripped))
+            found = list(python_calls(stripped, siblings=bool(closing)))
             whole = all(call.name != "?" for call in found)  # "?": the list does not parse
         if not closing:  # at the end of the text
             found = ended(found, whole, "<|tool_call_end|>")

@@ -23,7 +23,6 @@ from mcs_host.orchestration.calls import TextCall, TextDetection, TextFormat
 from mcs_host.orchestration.scanning import (
     arguments_of,
     cut_off,
-    parameters_closed,
     xml_arguments,
 )
 
@@ -31,8 +30,12 @@ __all__: list[str] = []  # the formats reach users through TextFormats
 
 _OPENING = re.compile(r'<function\s++name="([^"<>]+)"\s*+>')
 _CLOSE = "</function>"
-_PARAM = re.compile(r'<param\s++name="([^"<>]+)"\s*+>(.*?)</param>', re.DOTALL)
-_TAGS = ("<param ", "</param>")
+_PARAM = re.compile(
+    r'\s*+<param\s++name="([^"<>]+)"\s*+>(<!\[CDATA\[.*?\]\]>(?=</param>)|.*?)</param>\s*+',
+    re.DOTALL,
+)
+"""One parameter: a CDATA value runs to the ``]]>`` right before ``</param>``, so that the
+text it holds may be anything, ``</param>`` too."""
 _CDATA = ("<![CDATA[", "]]>")
 _TOKENIZER_SPACE = "\u0120"  # Ġ: a byte-level tokenizer's space, left in by its decoder
 _LOOSE_TAG = re.compile(r"<(function|param)(?:\u0120++|(?=name=))")
@@ -64,16 +67,30 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
         if not closed:  # cut off, or the next function began before this one ended
             calls.append(TextCall(name, None, cut_off(_CLOSE)))
             continue
-        if stripped and not parameters_closed(body, _TAGS):
+        pairs = _params(body)
+        if stripped and pairs is None:
             calls.append(TextCall(name, None, "the function holds more than <param> tags"))
             continue
-        calls.append(_call(name, body))
+        calls.append(_call(name, pairs or []))
     return TextDetection(tuple(calls), "minicpm5") if calls else None
 
 
-def _call(name: str, body: str) -> TextCall:
-    """The call of one function whose body is its parameters, each closed."""
-    pairs = _PARAM.findall(body)
+def _params(body: str) -> list[tuple[str, str]] | None:
+    """The ``(name, value)`` of each parameter when ``body`` is parameters and nothing else,
+    each closed; else ``None``."""
+    pairs: list[tuple[str, str]] = []
+    at = 0
+    while at < len(body):
+        found = _PARAM.match(body, at)
+        if found is None:
+            return None if body[at:].strip() or not pairs else pairs
+        pairs.append((found.group(1), found.group(2)))
+        at = found.end()
+    return pairs or None
+
+
+def _call(name: str, pairs: list[tuple[str, str]]) -> TextCall:
+    """The call of one function from its parameters."""
     keys: dict[str, None] = {}  # in the order written
     for key, _ in pairs:
         if key in keys:
