@@ -395,16 +395,17 @@ def _parsed_python(source: str) -> ast.Expression:
 def _mended_python(source: str) -> str:
     """``source`` with what a model writes and Python does not read put right where it has
     one meaning: a raw control character (a line break, a NUL) inside a quoted string
-    escaped, and an integer's leading zeros (``month=07``) dropped. A quote inside a string
-    of the same quote (``'sed -n '1,9p' f'``) is left: which quote closes it is a guess."""
+    escaped, and an integer's leading zeros dropped where it can only be a decimal
+    (``month=07``, :func:`_decimal`). A quote inside a string of the same quote
+    (``'sed -n '1,9p' f'``) is left, as is ``mode=0755``: either would be a guess."""
     parts: list[str] = []
     at, length = 0, len(source)
     while at < length:
         opening = _QUOTE.search(source, at)
         if opening is None:
-            parts.append(_LEADING_ZEROS.sub("", source[at:]))
+            parts.append(_LEADING_ZEROS.sub(_decimal, source[at:]))
             break
-        parts.append(_LEADING_ZEROS.sub("", source[at : opening.start()]))
+        parts.append(_LEADING_ZEROS.sub(_decimal, source[at : opening.start()]))
         quote = opening.group()
         end = _string_end(source, opening.end(), quote)
         body = source[opening.end() : end]
@@ -432,7 +433,15 @@ def _string_end(source: str, start: int, quote: str) -> int:
 
 _QUOTE = re.compile(r"'''|\"\"\"|'|\"")
 _CONTROL = re.compile(r"[\x00-\x1f]")
-_LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")
+_LEADING_ZEROS = re.compile(r"(?<![\w.])0+(\d+)")
+
+
+def _decimal(match: re.Match[str]) -> str:
+    """An integer written with leading zeros, as the decimal it can only be: one digit
+    (``07``), or digits with an 8 or a 9 (``089``); others (``0755``, a C-style octal file
+    mode, or decimal 755?) are left, unread."""
+    digits = match.group(1)
+    return digits if len(digits) == 1 or "8" in digits or "9" in digits else match.group()
 
 
 class _SetsAsLists(ast.NodeTransformer):

@@ -10,7 +10,19 @@ import pytest
 
 from mcs_host import detect
 
-KNOWN = {"get_weather", "label", "set_date", "run", "bash", "search", "a", "b", "f", "html"}
+KNOWN = {
+    "get_weather",
+    "label",
+    "set_date",
+    "run",
+    "bash",
+    "chmod",
+    "search",
+    "a",
+    "b",
+    "f",
+    "html",
+}
 LFM2, LFM2_END = "<|tool_call_start|>", "<|tool_call_end|>"
 
 
@@ -29,8 +41,8 @@ def found(text: str) -> list[tuple[str, Any]]:
         ("[run(cmd='cat > a.txt << END\nx = 1\nEND')]", {"cmd": "cat > a.txt << END\nx = 1\nEND"}),
         # [nul_byte_string_arg]
         ("[run(cmd='printf x\x00y')]", {"cmd": "printf x\x00y"}),
-        # [leading_zero_int]: decimal, as a date means it
-        ("[set_date(month=09, day=010, year=2024)]", {"month": 9, "day": 10, "year": 2024}),
+        # [leading_zero_int]: decimal, as a date means it (one digit, or an 8 or a 9)
+        ("[set_date(month=07, day=09, year=0089)]", {"month": 7, "day": 9, "year": 89}),
         # [set_arg]: a set is its items in the order written, each once
         ("[label(tags={'ops', 'db', 'ops'})]", {"tags": ["ops", "db"]}),
     ],
@@ -53,9 +65,12 @@ def test_mending_leaves_strings_hex_and_exponents_as_written() -> None:
         "[bash(command='grep -n 'foo' x.py')]",
         # vLLM [nested_python_c]
         "[bash(command='python3 -c \"print('\\,')\"')]",
+        # a C-style octal file mode (493) or decimal 755: a guess either way
+        "[chmod(path='run.sh', mode=0755)]",
+        "[set_date(month=07, day=010)]",
     ],
 )
-def test_lfm2_does_not_guess_nested_quotes(body: str) -> None:
+def test_lfm2_does_not_guess_a_closing_quote_or_an_octal_number(body: str) -> None:
     calls = detect(f"{LFM2}{body}{LFM2_END}", KNOWN).calls
     assert len(calls) == 1
     assert calls[0].problem is not None
