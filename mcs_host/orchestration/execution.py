@@ -90,9 +90,9 @@ class BaseExecution:
             return "wait"  # a chunk of a call still being written
         if self.owner.on_unknown == "fail":
             return "execute"
-        routes = self.table.routes
+        known = self.table.known
         for call in detection.calls:
-            if call.name in routes or call.problem:
+            if call.name in known or call.problem:
                 return "execute"
         return "chain"
 
@@ -111,6 +111,7 @@ class BaseExecution:
         """The route and checked call, or why the call cannot run (before consent)."""
         if call.problem is not None:
             return _Failure(call.name, f"{call.name}: {call.problem}")
+        call = self._offered(call)
         route = self.table.routes.get(call.name)
         if route is None:
             return _Failure(call.name, f"unknown tool {call.name!r}")
@@ -119,12 +120,22 @@ class BaseExecution:
         call, failure = _checked(route, call, self.notes)
         return (route, call) if failure is None else failure
 
+    def _offered(self, call: ToolCall) -> ToolCall:
+        """``call`` under the name its tool is offered as, when it gives the tool's own
+        name instead (:attr:`Table.aliases`)."""
+        final = self.table.aliases.get(call.name)
+        if final is None:
+            return call
+        self.notes.append(f"{call.name}: the tool's own name; it is offered as {final!r}")
+        return replace(call, name=final)
+
     def judge(
         self, route: Route, call: ToolCall, verdict: Any
     ) -> tuple[Route, ToolCall] | _Failure:
         """What consent's ``verdict`` on ``call`` leaves to run: the call, an edited call
         (checked like the model's), or a denial."""
         if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
+            verdict = self._offered(verdict)
             edited = self.table.routes.get(verdict.name)
             if edited is None:
                 return _Failure(verdict.name, f"unknown tool {verdict.name!r}")

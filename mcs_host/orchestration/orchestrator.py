@@ -4,7 +4,9 @@ ToolDrivers (and other orchestrators, and hybrid drivers) contribute tools; stan
 MCSDrivers are chained after them in the spec's pass-through manner. Tool names are never
 resolved first-wins: a name two drivers share becomes ``<label>__<name>`` for both (or every
 name is namespaced, with ``namespace="always"``), cut to the ``[A-Za-z0-9_-]{1,64}`` that
-provider APIs accept. Routing a call is one dictionary lookup.
+provider APIs accept. A model that names a tool as its driver does (``weather.get``, offered
+as ``<label>__weather_get``) calls it when no other tool has that name. Routing a call is one
+dictionary lookup.
 
 Each call is validated against its tool's JSON Schema before it runs.
 :meth:`Orchestrator.detect` finds calls without running them and
@@ -284,7 +286,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return response_schema(self._table.tools)
 
     def might_be_tool_call(self, partial: str) -> bool:
-        return might_be_tool_call(partial, self.text_formats, self._table.routes)
+        return might_be_tool_call(partial, self.text_formats, self._table.known)
 
     def stream(self) -> TextStream:
         """A :class:`~mcs_host.orchestration.streaming.TextStream` for one response streamed
@@ -293,7 +295,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         return TextStream(self)
 
     def is_complete_tool_call(self, text: str) -> bool:
-        return is_complete_tool_call(text, self._table.routes, self.text_formats)
+        return is_complete_tool_call(text, self._table.known, self.text_formats)
 
     def process_llm_response(
         self, llm_response: str | Mapping[str, Any] | Any, streaming: bool = False
@@ -313,7 +315,7 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     def detect(self, llm_response: str | Mapping[str, Any] | Any) -> Detection:
         """The calls in ``llm_response`` (text, a native mapping or an SDK object); nothing
         is executed."""
-        return detect(llm_response, self._table.routes, self.text_formats)
+        return detect(llm_response, self._table.known, self.text_formats)
 
     def execute(self, detection: Detection, consent: Consent | None = None) -> DriverResponse:
         """Run the detected calls in order and answer every one of them.

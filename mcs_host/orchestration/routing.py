@@ -54,6 +54,12 @@ class Table:
     routes: Mapping[str, Route]
     chained: tuple[tuple[str, Any], ...]
     labels: tuple[str, ...]
+    aliases: Mapping[str, str]
+    """A driver's own tool name that providers would refuse (``weather.get``), held by one
+    tool only, and the name it is offered under: a model told the tool's own name calls it
+    by that name."""
+    known: frozenset[str]
+    """The names a call may give: the offered ones and the aliases."""
 
 
 _Key = tuple[str, str]
@@ -123,11 +129,18 @@ class Routing:
 
     def table(self) -> Table:
         """What is mounted now, as an immutable snapshot."""
+        aliases = {
+            name: final
+            for (_, name), final in self._finals.items()
+            if not _VALID_NAME.match(name) and len(self._owners[name]) == 1
+        }
         return Table(
             tuple(self._tools.values()),
             dict(self._routes),
             tuple(self._chained),
             tuple(self._labels),
+            aliases,
+            frozenset((*self._routes, *aliases)),
         )
 
     def _base(self, key: _Key) -> str:

@@ -63,6 +63,57 @@ def test_names_are_valid_for_provider_apis_and_stay_unique() -> None:
     assert {clashed.route(first)[1], clashed.route(second)[1]} == {"math.add", "m__math_add"}
 
 
+class DottedWeather(Calculator):
+    """One tool, ``weather.get``, a name providers refuse; records what reaches it."""
+
+    def list_tools(self) -> list[Any]:
+        city = {"name": "city", "description": "A city.", "schema": {"type": "string"}}
+        return [{"name": "weather.get", "description": "The weather.", "parameters": [city]}]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        self.calls.append((tool_name, arguments))
+        return f"sunny in {arguments['city']}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"tool": "weather.get", "arguments": {"city": "Oslo"}}',  # the JSON protocol
+        '<|tool_call>call:weather.get{city:<|"|>Oslo<|"|>}<tool_call|>',  # Gemma 4
+        "<|tool_call_start|>[weather.get(city='Oslo')]<|tool_call_end|>",  # LFM2
+    ],
+)
+def test_a_call_by_the_tools_own_name_runs_the_one_tool_that_has_it(text: str) -> None:
+    # vLLM's Gemma 4 and LFM2 tests: the model was told the tool's own name, weather.get,
+    # which is offered as m__weather_get; consent and the driver see whom it is
+    weather = DottedWeather()
+    seen: list[str] = []
+
+    def consent(call: ToolCall) -> bool:
+        seen.append(call.name)
+        return True
+
+    stack = Orchestrator({"m": weather}, consent=consent)
+    assert names(stack) == ["m__weather_get"]
+    response = stack.process_llm_response(text)
+    assert (response.call_executed, response.tool_call_result) == (True, "sunny in Oslo")
+    assert seen == ["m__weather_get"]
+    assert weather.calls == [("weather.get", {"city": "Oslo"})]
+    # two drivers with a tool of that name: the name is neither's, and nothing runs
+    other = DottedWeather()
+    shared = Orchestrator({"m": DottedWeather(), "n": other})
+    response = shared.process_llm_response(text)
+    assert not response.call_executed
+    assert "unknown tool 'weather.get'" in (response.call_detail or "")
+    assert other.calls == []
+    # a valid name renamed only because two drivers share it is not taken either
+    calc = Calculator()
+    clash = Orchestrator({"calc": calc, "echo": Echo()})
+    response = clash.process_llm_response('{"tool": "add", "arguments": {"a": 1, "b": 2}}')
+    assert not response.call_executed
+    assert calc.calls == []
+
+
 def test_an_orchestrator_is_both_driver_kinds_and_nests() -> None:
     inner = Orchestrator({"calc": Calculator(), "echo": Echo()})
     assert isinstance(inner, MCSDriver)
