@@ -523,13 +523,16 @@ def parameters_closed(body: str, *tags: tuple[str, str]) -> bool:
 
 def xml_arguments(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
     """Parameters written as text (``<parameter=k>v</parameter>`` and the like): each value
-    read by :func:`xml_value`, and the text of each read into something other than a string,
-    so that a tool whose schema wants a string gets it as written (``007``, ``1.50``)."""
+    read by :func:`xml_value`, and the text of each that was read as JSON kept, so that the
+    tool's schema decides between them: a parameter it types as a string, or does not name,
+    gets the text as written (``007``, ``1.50``, ``"foo"`` with its quotes)."""
     arguments: dict[str, Any] = {}
     texts: dict[str, str] = {}
     for key, raw in pairs:
-        value = arguments[key] = xml_value(raw)
-        if isinstance(value, str):
+        try:
+            arguments[key] = json.loads(raw)
+        except (ValueError, RecursionError):
+            arguments[key] = raw
             texts.pop(key, None)
         else:
             texts[key] = raw

@@ -96,14 +96,15 @@ class ArgumentValidator:
         self._node = _compile(schema, schema, {})
 
     def wants_text(self, name: str, value: Any) -> bool:
-        """Whether the argument ``name`` may be a string and ``value`` is of none of its
-        types: then the model's text for it, as written, is what the tool wants."""
+        """Whether the model's text for the argument ``name``, as written, is what the tool
+        wants rather than ``value``, the text read as JSON: the argument may be a string and
+        ``value`` is a string decoded from quotes or of none of its types."""
         node = self._node.properties.get(name)
         return (
             node is not None
             and node.types is not None
             and "string" in node.types
-            and not node.typed(value)
+            and (isinstance(value, str) or not node.typed(value))
         )
 
     def accepts(self, arguments: Mapping[str, Any]) -> bool:

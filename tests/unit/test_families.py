@@ -1197,12 +1197,13 @@ WRITTEN = {
 
 
 @pytest.mark.parametrize("family", list(WRITTEN))
-@pytest.mark.parametrize("zip_code", ["02134", "2134", "1.50", "true", "null"])
+@pytest.mark.parametrize("zip_code", ["02134", "2134", "1.50", "true", "null", '"02134"'])
 def test_a_parameter_written_as_text_is_typed_by_the_tools_schema(
     family: str, zip_code: str
 ) -> None:
     # the text families write every value as text: a string parameter gets the text as
-    # written, an integer one the number, and [1] stays a list where the schema takes one
+    # written (quotes too: llama.cpp's StepFun 3.5 test, "quoted and unquoted"), an integer
+    # one the number, and [1] stays a list where the schema takes one
     text = WRITTEN[family].replace("{zip}", zip_code)
     response = Orchestrator({"lookup": Lookup()}).process_llm_response(text)
     assert response.call_executed, response.call_detail
@@ -2014,6 +2015,25 @@ def test_deepseek_v4s_format_takes_no_v3_2_function_calls_block() -> None:
         "deepseek-dsml",
         [("search_docs", {"query": "vllm"})],
     )
+
+
+def test_two_mistral_call_lists_before_v11_are_refused_and_none_runs() -> None:
+    # vLLM test_mistral_tool_parser.py, test_extract_tool_calls_pre_v11_multiple_bot_tokens_
+    # raises: before tokenizer v11 one [TOOL_CALLS] starts the one list of every call
+    one = '[TOOL_CALLS] [{"name": "search_docs", "arguments": {"query": "a"}}]'
+    assert found(one) == [("search_docs", {"query": "a"})]
+    two = one + one.replace('"a"', '"b"')
+    problem = (
+        "problem: [TOOL_CALLS] starts two lists of calls, where one list holds every call: "
+        "which to run is a guess, so none was run"
+    )
+    assert found(two) == [("?", problem)]
+    tools = Recorder()
+    response = Orchestrator({"tools": tools}).process_llm_response(two)
+    assert (response.call_executed, response.call_failed, tools.ran) == (False, True, [])
+    # v11's NAME[ARGS]{...} repeats [TOOL_CALLS] once per call: both run
+    v11 = '[TOOL_CALLS]search_docs[ARGS]{"query": "a"}[TOOL_CALLS]search_docs[ARGS]{"query": "b"}'
+    assert found(v11) == [("search_docs", {"query": "a"}), ("search_docs", {"query": "b"})]
 
 
 def test_every_family_with_an_end_of_its_own_has_its_end_in_the_table() -> None:

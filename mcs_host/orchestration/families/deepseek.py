@@ -197,7 +197,7 @@ def _dsml_invokes(block: str) -> list[TextCall]:
             if not ends:
                 problem = cut_off(f"</{_DSML}parameter>")
             read = arguments[key] = value if is_string == "true" else xml_value(value)
-            if not is_string and not isinstance(read, str):
+            if not is_string and (not isinstance(read, str) or read != value):  # read as JSON
                 texts[key] = value
             else:
                 texts.pop(key, None)

@@ -1,8 +1,9 @@
 """Mistral: ``[TOOL_CALLS]`` then a JSON array (before tokenizer v11; anything before the
 array is skipped) or ``name[ARGS]{...}`` (v11; ``[ARGS]`` may be missing from the decoded
 text, and ``[CALL_ID]id`` may come before it), the arguments ending where their JSON ends;
-the last call's arguments, at the end of the text, run when whole as written. Magistral's
-reasoning is ``[THINK]`` ... ``[/THINK]``."""
+the last call's arguments, at the end of the text, run when whole as written. Before v11 one
+``[TOOL_CALLS]`` starts the one list of every call: a second list is refused, none of them
+run (vLLM's parser raises). Magistral's reasoning is ``[THINK]`` ... ``[/THINK]``."""
 
 from __future__ import annotations
 
@@ -42,12 +43,23 @@ def tool_calls(text: str, known: Collection[str]) -> TextDetection | None:
                 (call,) = ended([call], whole_json(body), "the end of its arguments")
             calls.append(call)
         return TextDetection(tuple(calls), "mistral")
+    lists = 0
     for chunk in text.split(_MARK)[1:]:
         start = min((i for i in (chunk.find("["), chunk.find("{")) if i != -1), default=-1)
         if start == -1:
             continue  # the marker only mentioned
-        calls.extend(calls_from_fragment(chunk[start:].strip(), _MARK))
+        found = calls_from_fragment(chunk[start:].strip(), _MARK)
+        lists += bool(found)
+        calls.extend(found)
+    if lists > 1:
+        return TextDetection((TextCall("?", None, _TWO_LISTS),), "mistral")
     return TextDetection(tuple(calls), "mistral") if calls else None
+
+
+_TWO_LISTS = (
+    f"{_MARK} starts two lists of calls, where one list holds every call: which to run is "
+    "a guess, so none was run"
+)
 
 
 FORMATS = (TextFormat("mistral", tool_calls, (_MARK,), 300, reasoning=(("[THINK]", "[/THINK]"),)),)
