@@ -9,16 +9,17 @@ The keywords tool schemas use are checked: ``type``, ``enum``, ``const``, ``requ
 ``uniqueItems``, ``minLength``/``maxLength``, ``pattern``, ``minimum``/``maximum`` and their
 exclusive forms, ``multipleOf``, ``anyOf``/``oneOf``/``allOf`` and local ``$ref``s; other
 keywords (``format``, ``default``, descriptions) are not checked. Only strings that spell a
-number or a boolean are coerced, where the schema asks for one and does not also accept a
-string, and ``null`` for an optional property whose schema does not take it is read as not
-given (strict schemas, OpenAI's and the response schema's, write an optional property so);
-every coercion is reported. A schema whose keywords cannot be checked (a ``pattern``
-that is no regular expression, a length that is no count, an ``enum`` that is no list) is
-refused when it is compiled, that is when its tool is mounted.
+number, a boolean, or as JSON an object or array are coerced, where the schema asks for one
+and does not also accept a string, and ``null`` for an optional property whose schema does
+not take it is read as not given (strict schemas, OpenAI's and the response schema's, write
+an optional property so); every coercion is reported. A schema whose keywords cannot be
+checked (a ``pattern`` that is no regular expression, a length that is no count, an ``enum``
+that is no list) is refused when it is compiled, that is when its tool is mounted.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import re
@@ -595,9 +596,23 @@ def _coerce(value: Any, allowed: list[str], path: str, context: _Context) -> Any
         )
     elif "boolean" in allowed and text.lower() in ("true", "false"):
         result = text.lower() == "true"
+    elif ("object" in allowed and text[:1] == "{") or ("array" in allowed and text[:1] == "["):
+        result = _container(value, allowed)
     if result is not value:
         context.coerced.append(f"read argument {path or '*'!r} {value!r} as {result!r}")
     return result
+
+
+def _container(value: str, allowed: list[str]) -> Any:
+    """The object or array ``value`` spells as JSON, where ``allowed`` takes it; else
+    ``value``."""
+    try:
+        read = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    if isinstance(read, dict) and "object" in allowed:
+        return read
+    return read if isinstance(read, list) and "array" in allowed else value
 
 
 def _is(value: Any, kind: str) -> bool:

@@ -154,7 +154,7 @@ def test_enum_problems_carry_the_allowed_values() -> None:
     assert problem.allowed == ("C", "F")
 
 
-def test_only_numeric_and_boolean_strings_are_coerced() -> None:
+def test_only_numeric_boolean_and_json_object_or_array_strings_are_coerced() -> None:
     checked = validate_arguments(
         SCHEMA, {"city": "Oslo", "days": "3", "ratio": "0.25", "verbose": "true"}
     )
@@ -175,6 +175,41 @@ def test_only_numeric_and_boolean_strings_are_coerced() -> None:
     assert validate_arguments(
         {"type": "object", "properties": {"v": {"type": ["string", "integer"]}}}, {"v": "7"}
     ).arguments == {"v": "7"}
+
+
+def test_a_string_that_spells_an_object_or_array_is_read_where_the_schema_takes_no_string() -> None:
+    # vLLM test_deepseekv32_tool_parser.py, test_string_attr_true_coerced_by_composed_schema:
+    # the model wrote the object as a string where every form of the schema takes an object
+    wait = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"type": {"type": "string"}, "minutes": {"type": "integer"}},
+                "required": ["type", "minutes"],
+            },
+            {"type": "null"},
+        ]
+    }
+    schema = {
+        "type": "object",
+        "properties": {"wait": wait, "tags": {"type": "array"}, "note": {"type": "string"}},
+    }
+    checked = validate_arguments(
+        schema, {"wait": '{"type": "for", "minutes": "2880"}', "tags": '["a"]', "note": "[1]"}
+    )
+    assert checked.ok, checked.problems
+    assert checked.arguments == {
+        "wait": {"type": "for", "minutes": 2880},
+        "tags": ["a"],
+        "note": "[1]",  # a string where a string is allowed
+    }
+    assert checked.coerced[0] == (
+        'read argument \'wait\' \'{"type": "for", "minutes": "2880"}\' as '
+        "{'type': 'for', 'minutes': '2880'}"
+    )
+    # an array where an object is due, or JSON that does not read, stays a string and fails
+    for wrong in ('["for", 2880]', '{"type": "for",'):
+        assert not validate_arguments(schema, {"wait": wrong}).ok
 
 
 def test_a_recursive_schema_is_compiled_once_and_checked_at_every_depth() -> None:
