@@ -146,13 +146,18 @@ class Reasoning:
     never closed runs to the end): another family's tags inside it, a quoted ``</think>``
     among them, are plain text. A ``</think>`` (or ``</thinking>``) before any opening ends
     reasoning the prompt opened (templates that put ``<think>`` in the prompt); anywhere else
-    it opens nothing. Detection reads what :meth:`set_aside` leaves and the stream shows what
-    :meth:`shown` leaves, so what runs and what is shown come from one reading. Linear: the
-    openings are found by searches that go on from the last block's end, each closing by one
-    search after its opening.
+    it opens nothing. An opening that begins with a role header (``<|start|>assistant
+    to=self<|message|>``) also opens a block at the very start of the text without it: the
+    prompt ends with that header, and the model goes on writing it. An opening right after a
+    role header that addresses the message to a function (harmony's `` to=functions.NAME``,
+    at the start of the text or after ``<|start|>assistant``) opens no block: a message to a
+    tool is a call whatever its channel. Detection reads what :meth:`set_aside` leaves and
+    the stream shows what :meth:`shown` leaves, so what runs and what is shown come from one
+    reading. Linear: the openings are found by searches that go on from the last block's
+    end, each closing by one search after its opening.
     """
 
-    __slots__ = ("_exact", "_folded", "_searches", "blocks")
+    __slots__ = ("_exact", "_folded", "_leads", "_searches", "blocks")
 
     strays: tuple[str, ...] = tuple(closing for _, closing in THOUGHTS)
     """The closings that may come with no opening (any letter case): ``</think>``..."""
@@ -177,6 +182,15 @@ class Reasoning:
         for token in (*(b.opening for b in self.blocks), *self.strays):
             groups.setdefault(token[0], []).append((token, token in self._folded))
         self._searches = tuple((first, _search(tokens)) for first, tokens in groups.items())
+        headed = ((b, _ROLE_HEADER.match(b.opening)) for b in self.blocks if not b.folded)
+        self._leads = tuple(
+            (lead, self._exact[block.opening])
+            for block, header in headed
+            if header is not None
+            for lead in (block.opening[header.end() :], block.opening[header.end() + 1 :])
+        )
+        """Per opening that begins with a role header, what follows the role, with and
+        without its space, and the closing: such a block at the start of the text."""
 
     def set_aside(self, text: str) -> tuple[str, bool]:
         """``text`` as detection reads it: without its reasoning blocks, nor what comes
@@ -193,6 +207,12 @@ class Reasoning:
         ahead = [search(text) for search in searches]  # each group's next opening or closing
         kept: list[str] = []
         at = 0
+        lead = next(((n, ends) for n, ends in self._leads if text.startswith(n)), None)
+        if lead is not None:  # a block whose role header the prompt wrote
+            end = lead[1].search(text, len(lead[0]))
+            if end is None:
+                return "", True
+            at = end.end()
         while True:
             found = None
             for index, next_one in enumerate(ahead):
@@ -216,11 +236,38 @@ class Reasoning:
                     kept.append(text[at : found.end()])
                 at = found.end()
                 continue
+            if token in self._exact and _addressed(text, at, found.start()):
+                kept.append(text[at : found.end()])  # a message to a tool: no reasoning
+                at = found.end()
+                continue
             kept.append(text[at : found.start()])
             end = closing.search(text, found.end())
             if end is None:
                 return "".join(kept), True
             at = end.end()
+
+
+_ROLE_HEADER = re.compile(r"<\|\w+\|>\w+(?= )")
+"""An opening's role header, up to the space after the role: ``<|start|>assistant``."""
+_ADDRESSED = re.compile(r"(?:<\|start\|>\s*+assistant)?+\s*+to=functions\.[\w.\-]++\s*+")
+"""A role header naming a function as the recipient: ``<|start|>assistant to=functions.NAME``,
+its start left off at the start of the text (the prompt wrote it). Harmony writes a content
+type (``<|constrain|>json``) after the channel's name, so none stands before an opening."""
+_HEADER_REACH = 256
+"""How far before an opening its role header is looked for."""
+
+
+def _addressed(text: str, floor: int, opening: int) -> bool:
+    """Whether the role header right before ``opening``, not before ``floor`` (the last
+    block's end), addresses the message to a function: at the start of the text, or from a
+    ``<|start|>`` on."""
+    to = text.rfind("to=", max(floor, opening - _HEADER_REACH), opening)
+    if to == -1:
+        return False
+    start = text.rfind("<|start|>", max(floor, to - _HEADER_REACH), to)
+    if start != -1 and _ADDRESSED.fullmatch(text, start, opening):
+        return True
+    return floor == 0 and _ADDRESSED.fullmatch(text, 0, opening) is not None
 
 
 def _search(tokens: list[tuple[str, bool]]) -> Callable[..., re.Match[str] | None]:

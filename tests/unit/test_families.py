@@ -2368,6 +2368,47 @@ UPSTREAM: dict[str, tuple[str, Expected]] = {
         "commentary <|constrain|>  json<|message|> {}",
         [WEATHER, ("get_time", {})],
     ),
+    # llama.cpp tests/test-chat.cpp, gpt-oss-120b, "recipient in the role header", "analysis
+    # then call": a message to functions.NAME is a call whatever its channel
+    "gpt-oss call in the analysis channel, recipient in the role": (
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    "gpt-oss analysis, then a call in the analysis channel": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant"
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}',
+        [WEATHER],
+    ),
+    # llama.cpp tests/test-chat.cpp, muse-glimmer, "call as the first message", "inform then
+    # act": the first header without the prompt's <|start|>assistant; a message to=user first
+    "glimmer call as the first message": (
+        ' to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n'
+        '<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls>",
+        [WEATHER],
+    ),
+    "glimmer inform then act": (
+        " to=user<|message|>Hello, world!\nWhat's up?<|eom|><|start|>assistant to=get_weather"
+        '<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n'
+        '<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls>",
+        [WEATHER],
+    ),
+    # ... "plain answer", "markup quoted in an answer", "markup inside the analysis channel":
+    # markup in a message to=user or to=self is no call
+    "glimmer plain answer": (" to=user<|message|>Hello, world!\nWhat's up?<|eot|>", []),
+    "glimmer markup quoted in an answer": (
+        ' to=user<|message|>You invoke it like this:\n<atem:function_calls>\n<atem:invoke name="'
+        'get_weather">\n<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls><|eot|>",
+        [],
+    ),
+    "glimmer markup inside the analysis channel": (
+        ' to=self<|message|>I could use <atem:function_calls>\n<atem:invoke name="get_weather">'
+        '\n<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls> here<|eom|><|start|>assistant to=user<|message|>Hello!<|eot|>",
+        [],
+    ),
     # Ollama tools/tools_test.go, TestParser, deepseek: the template's ASCII bars with U+2581
     "deepseek with ascii bars": (
         f"<|tool{U}calls{U}begin|><|tool{U}call{U}begin|>function<|tool{U}sep|>get_weather\n"
@@ -2392,6 +2433,10 @@ def test_each_shape_an_upstream_parser_test_writes_is_read_as_that_test_expects(
         "minicpm5 properties wrapper",
         "hermes 2 pro function name attribute",
         "glm array as escaped json",
+        "gpt-oss call in the analysis channel, recipient in the role",
+        "gpt-oss analysis, then a call in the analysis channel",
+        "glimmer call as the first message",
+        "glimmer inform then act",
     ],
 )
 def test_an_upstream_shape_runs_through_the_orchestrator(case: str) -> None:
@@ -2482,12 +2527,6 @@ DIFFERS: dict[str, tuple[str, Expected]] = {
         "<think>I need to call it<|tool_calls_section_begin|><|tool_call_begin|>"
         'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
         "<|tool_calls_section_end|>",
-        [],
-    ),
-    # llama.cpp tests/test-chat.cpp, gpt-oss-120b, "recipient in the role header": the message
-    # to functions.NAME is in the analysis channel, which is reasoning here: never ended, no call
-    "gpt-oss call in the analysis channel, recipient in the role": (
-        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}',
         [],
     ),
     # vLLM test_kimi_k2_tool_parser.py, test_bare_counter_multiple_tools_infers_by_args: vLLM

@@ -173,6 +173,46 @@ HARMONY = {
     "role header, its space stripped": (
         'to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
     ),
+    # llama.cpp tests/test-chat.cpp, gpt-oss-120b, "recipient in the role header", "analysis
+    # then call": the analysis channel, no content type; a message to a function is a call
+    "role header, analysis channel, no content type": (
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}'
+    ),
+    "analysis, then the role header and the analysis channel": (
+        "<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant"
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"city": "Oslo"}'
+    ),
+}
+
+_ATEM = (
+    '<atem:function_calls>\n<atem:invoke name="get_weather">\n'
+    '<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n</atem:function_calls>'
+)
+# Muse Glimmer's messages as llama.cpp tests/test-chat.cpp (muse-glimmer) writes them: the
+# prompt ends with <|start|>assistant, so a response begins with " to=RECIPIENT<|message|>".
+GLIMMER_CALLS = {
+    "call as the first message": f" to=get_weather<|message|>{_ATEM}",
+    "after its reasoning": (
+        f" to=self<|message|>Look it up.<|eom|><|start|>assistant to=get_weather<|message|>{_ATEM}"
+    ),
+    "two calls": (
+        f" to=get_weather<|message|>{_ATEM}<|eom|><|start|>assistant to=get_weather<|message|>"
+        f"{_ATEM}<|eot|>"
+    ),
+}
+"""Muse Glimmer responses that begin with a call (after reasoning, which is not shown)."""
+GLIMMER = {
+    **GLIMMER_CALLS,
+    "inform then act": (
+        " to=user<|message|>Hello, world!\nWhat's up?<|eom|><|start|>assistant to=get_weather"
+        f"<|message|>{_ATEM}"
+    ),
+    "plain answer": " to=user<|message|>Hello, world!\nWhat's up?<|eot|>",
+    "markup quoted in an answer": f" to=user<|message|>You invoke it like this:\n{_ATEM}<|eot|>",
+    "markup inside the analysis channel": (
+        f" to=self<|message|>I could use {_ATEM} here<|eom|><|start|>assistant to=user"
+        "<|message|>Hello!<|eot|>"
+    ),
 }
 
 
@@ -182,6 +222,8 @@ def _corpus() -> Iterator[tuple[str, str]]:
             yield f"{family}-{case}", text
     for name, text in HARMONY.items():
         yield f"gpt-oss {name}", text
+    for name, text in GLIMMER.items():
+        yield f"glimmer {name}", text
     for name, text, _ in FORMATS:
         yield f"format-{name}", text
     for name, text, _ in HEALED:
@@ -212,9 +254,16 @@ _STRAY = re.compile("</think(?:ing)?>", re.IGNORECASE)
 def without_reasoning(text: str) -> str:
     """What a reader sees of ``text``, read character by character from the left: an
     opening of any family starts a block that ends at its own closing (one never closed
-    runs to the end) and hides whatever is inside; a ``</think>`` outside one is dropped."""
+    runs to the end) and hides whatever is inside; a ``</think>`` outside one is dropped. An
+    opening that begins with ``<|start|>assistant `` opens its block at the very start of
+    the text without it (the prompt wrote it)."""
     kept: list[str] = []
     at = 0
+    for first, last, _ in _BLOCKS:
+        lead = first.removeprefix("<|start|>assistant")
+        if lead != first and text.startswith((lead, lead[1:])):
+            ends = text.find(last, text.find(lead[1:]) + len(lead) - 1)
+            at = len(text) if ends == -1 else ends + len(last)
     while at < len(text):
         if text[at] not in _FIRSTS:
             kept.append(text[at])
@@ -339,6 +388,7 @@ BEGINS = {"deepseek-dsml": "parallel", "gigachat": "parallel"}
 STARTS: dict[str, Any] = {
     **{family: cases[BEGINS.get(family, "single")][0] for family, cases in CASES.items()},
     **{f"gpt-oss {name}": text for name, text in HARMONY.items()},
+    **{f"glimmer {name}": text for name, text in GLIMMER_CALLS.items()},
     # vLLM's and SGLang's GigaChat 3 parsers: the call right after the prompt's role header,
     # and after the message separator (vLLM's test outputs begin with it)
     "gigachat 3": (

@@ -1,16 +1,16 @@
 """gpt-oss (the harmony format): messages ``<|channel|>NAME [to=RECIPIENT] [<|constrain|>json]
 <|message|>BODY`` ending in ``<|call|>``, ``<|end|>`` or ``<|return|>``. A message to
-``functions.NAME`` is a call with a JSON body; the ``analysis`` channel is reasoning and holds
-no call; other recipients (``browser.search``, ``python``) are the model's built-in tools,
-not ours. The recipient may also stand in the role header (``<|start|>assistant
-to=functions.NAME<|channel|>commentary``), and a call may follow a preamble in the
-commentary channel. The prompt ends with ``<|start|>assistant``, so a response may begin with
-the rest of that header (`` to=functions.NAME<|channel|>...``, as llama.cpp hands it over):
-the marker ``<|start|>assistant to=`` has the stream hold such a start back, and
-``<|start|>`` a header the response writes whole. ``<|call|>`` is a stop token that Ollama
-and llama.cpp take off: a call at the end of the text runs without it when its JSON parses
-as written, and is cut off otherwise. Once harmony is found, only its calls count: a final
-answer is an answer."""
+``functions.NAME`` is a call with a JSON body, whatever its channel; a message in the
+``analysis`` channel with no recipient is reasoning and holds no call; other recipients
+(``browser.search``, ``python``) are the model's built-in tools, not ours. The recipient may
+also stand in the role header (``<|start|>assistant to=functions.NAME<|channel|>commentary``),
+and a call may follow a preamble in the commentary channel. The prompt ends with
+``<|start|>assistant``, so a response may begin with the rest of that header
+(`` to=functions.NAME<|channel|>...``, as llama.cpp hands it over): the marker
+``<|start|>assistant to=`` has the stream hold such a start back, and ``<|start|>`` a header
+the response writes whole. ``<|call|>`` is a stop token that Ollama and llama.cpp take off: a
+call at the end of the text runs without it when its JSON parses as written, and is cut off
+otherwise. Once harmony is found, only its calls count: a final answer is an answer."""
 
 from __future__ import annotations
 
