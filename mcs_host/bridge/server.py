@@ -20,18 +20,14 @@ reads structured content, so it gets each result once (structured content alone,
 as its text), and a result bigger than its bound is not sent; the call fails, naming the bound.
 While a call is served, consent may ask the client's user (:mod:`.elicitation`).
 
-:func:`http_app` is the server as streamable HTTP: Host and Origin checked against allow-lists
-(DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of it all.
+Served over streamable HTTP by :mod:`.http`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
-import ipaddress
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcs_host._version import __version__
@@ -43,7 +39,6 @@ from .elicitation import Asker, asking
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
-    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from mcs_host.contract import Tool
     from mcs_host.orchestration.orchestrator import Orchestrator
@@ -70,16 +65,8 @@ class MountFacts(Protocol):
     def health(self) -> Mapping[str, Any] | None: ...
 
 
-MAX_BODY = 4 * 1024 * 1024
-"""The largest request body the HTTP server reads, in bytes; a larger one is answered 413."""
-LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-"""The Host values a server on a loopback address admits (any port)."""
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
-"""The Origin values a server on a loopback address admits (any port)."""
 INSTRUCTIONS = ("native", "text", "none")
 """What a server's instructions may be (:func:`mcp_server`)."""
-_TOKEN_LIMIT = 4096
-"""The most bytes a token file may hold."""
 
 
 def mcp_server(
@@ -255,146 +242,3 @@ def _facts(record: MountFacts) -> dict[str, Any]:
     if record.health is not None:
         facts["health"] = json.loads(json.dumps(dict(record.health), default=str))
     return facts
-
-
-def http_app(
-    server: Server[Any],
-    *,
-    allowed_hosts: Sequence[str],
-    allowed_origins: Sequence[str],
-    token: bytes | None = None,
-) -> ASGIApp:
-    """``server`` as a streamable HTTP application (at ``/mcp``): a request whose Host is not
-    in ``allowed_hosts`` is answered 421, one with an Origin not in ``allowed_origins`` 403
-    (``host:*``, ``origin:*``: any port), a body over :data:`MAX_BODY` 413; with ``token``,
-    a request without that bearer token 401 before any of that is read."""
-    from mcp.server.transport_security import (  # noqa: PLC0415 - the mcp extra
-        TransportSecuritySettings,
-    )
-
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=list(allowed_hosts),
-        allowed_origins=list(allowed_origins),
-    )
-    app = server.streamable_http_app(transport_security=security, max_request_body_size=MAX_BODY)
-    return app if token is None else BearerGate(app, token)
-
-
-class BearerGate:
-    """ASGI middleware: a request reaches ``app`` only with ``Authorization: Bearer TOKEN``;
-    any other is answered 401 with ``WWW-Authenticate: Bearer`` and reaches nothing behind
-    it. The token is compared in constant time (as SHA-256 digests, so its length does not
-    show either) and never logged or echoed."""
-
-    def __init__(self, app: ASGIApp, token: bytes) -> None:
-        self._app = app
-        self._digest = hashlib.sha256(token).digest()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._app(scope, receive, send)
-            return
-        presented = _bearer(scope.get("headers") or ())
-        if presented is not None and hmac.compare_digest(
-            hashlib.sha256(presented).digest(), self._digest
-        ):
-            await self._app(scope, receive, send)
-            return
-        if scope["type"] != "http":  # a websocket (nothing is served on one): policy violation
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        challenge = b'Bearer realm="mcs-host"'
-        body = b"a bearer token is required\n"
-        if presented is not None:
-            challenge += b', error="invalid_token"'
-            body = b"the bearer token is not valid\n"
-        headers = [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", challenge),
-        ]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _bearer(headers: Iterable[tuple[bytes, bytes]]) -> bytes | None:
-    """The credentials of the first ``Authorization`` header if its scheme is Bearer."""
-    for name, value in headers:
-        if name.lower() == b"authorization":
-            scheme, _, credentials = value.strip().partition(b" ")
-            return credentials.strip() if scheme.lower() == b"bearer" else None
-    return None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine alone (``0.0.0.0`` and ``::`` do not)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_allowed(hosts: Iterable[str], origins: Iterable[str]) -> None:
-    """Raise ``ValueError`` naming the first value that cannot be a Host header value
-    (``HOST:PORT``, ``HOST:*``) or an origin (``SCHEME://HOST[:PORT]``, ``:*``)."""
-    for value in hosts:
-        if not value or any(c.isspace() or c in "/@" for c in value):
-            raise ValueError(f"--allowed-host {value!r}: give HOST:PORT or HOST:*")
-    for value in origins:
-        scheme, sep, rest = value.partition("://")
-        if not (sep and scheme in ("http", "https") and rest) or any(
-            c.isspace() or c in "/@?#" for c in rest
-        ):
-            raise ValueError(
-                f"--allowed-origin {value!r}: give SCHEME://HOST[:PORT] (or :* for any port), "
-                "with no path"
-            )
-
-
-def read_token(path: str, sha256: str | None = None) -> bytes:
-    """The bearer token in the file ``path`` (a regular file, at most 4 KiB, surrounding
-    whitespace dropped); ``ValueError`` naming the file, never showing any of its bytes. On
-    POSIX the file must be the user's alone: owned by them, with no permission for group or
-    others (the message says ``chmod 600 FILE``), as the bytecode cache's key must be. With
-    ``sha256`` (an approval's), other bytes are refused as a file that changed."""
-    from mcs_host._files import (  # noqa: PLC0415 - serving over HTTP only
-        InputError,
-        Opened,
-        private_problem,
-        read_opened,
-    )
-
-    try:
-        with Opened.open(path, "token file") as opened:
-            problem = private_problem(opened.status, path)
-            if problem is not None:
-                raise ValueError(f"{path}: the token file is not yours alone: {problem}")
-            data = read_opened(opened, "token file", _TOKEN_LIMIT)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such token file") from None
-    except InputError as exc:
-        raise ValueError(str(exc)) from None
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise ValueError(
-            f"{path}: changed since its directory's approval was checked: these are not the "
-            "bytes approved; run the command again"
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: the token file is not UTF-8 text") from None
-    return checked_token(text, path)
-
-
-def checked_token(text: str, source: str) -> bytes:
-    """The token in ``text`` without surrounding whitespace; ``ValueError`` naming
-    ``source`` (never the text) when it is empty or more than one word."""
-    token = text.strip()
-    if not token:
-        raise ValueError(f"{source}: the token is empty")
-    if any(c.isspace() or not c.isprintable() for c in token):
-        raise ValueError(f"{source}: the token must be one word of printable characters")
-    return token.encode("utf-8")

@@ -48,6 +48,7 @@ _PRELOAD = (
     "mcs_host.loading.isolating",
     "mcs_host.bridge.isolation",
     "mcs_host.bridge.server",
+    "mcs_host.bridge.http",
     "mcs_host._descendants",
     "mcp.server.lowlevel",
     "mcp.server.stdio",

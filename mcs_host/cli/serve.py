@@ -13,7 +13,9 @@ state (its claimed stdio, its signal handlers, the child's limits).
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -38,8 +40,11 @@ from .options import (
 )
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from mcp.server.lowlevel import Server
 
+    from mcs_host.bridge.readiness import Readiness
     from mcs_host.loading.config_schema import HostConfig, ProcessLimits
     from mcs_host.loading.records import LoadReport
     from mcs_host.orchestration.orchestrator import Orchestrator
@@ -47,6 +52,7 @@ if TYPE_CHECKING:
 _EXTRA = "serve needs the MCP extra, installed from where mcs-host was installed"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -104,6 +110,35 @@ def serve_command(
             "says so).",
         ),
     ] = False,
+    stateless: Annotated[
+        bool,
+        typer.Option(
+            "--stateless",
+            help="Serve --http without sessions, each request answered by itself in JSON: any "
+            "replica behind a load balancer answers any request (no server-initiated "
+            "requests, such as asking the user for consent, and no progress notifications).",
+        ),
+    ] = False,
+    drain: Annotated[
+        float,
+        typer.Option(
+            "--drain",
+            help="Seconds the calls in flight have to finish after SIGTERM, once --http has "
+            "stopped accepting; then the rest are cut and the server exits.",
+            metavar="SECONDS",
+            min=0,
+        ),
+    ] = 30.0,
+    expect_fingerprint: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-fingerprint",
+            help="The fingerprint (sha256:...) every replica must serve: one that serves "
+            "another stays alive but not ready, /readyz answering 503 (replaces [serve] "
+            "fingerprint).",
+            metavar="SHA256",
+        ),
+    ] = None,
     *,
     options: HostOptions,
     model: Annotated[
@@ -151,12 +186,16 @@ def serve_command(
         )
     address = _address(http) if http is not None else None
     admitting = (allowed_host, allowed_origin, token_file, no_auth)
-    if address is None and any(admitting):
-        fail("--allowed-host, --allowed-origin, --token-file and --no-auth go with --http")
+    if address is None and (any(admitting) or stateless or expect_fingerprint is not None):
+        fail(
+            "--allowed-host, --allowed-origin, --token-file, --no-auth, --stateless and "
+            "--expect-fingerprint go with --http"
+        )
     environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
     settings = _isolated_config(labels or ()) if isolated else options.host_config()
     if address is not None:
         admission = _admission(address, settings, admitting, environ_token)
+        expected = _expected(expect_fingerprint, settings)
     from .drivers import loaded_or_exit
 
     # the console script has pointed descriptor 1 at stderr for good already; in-process
@@ -186,7 +225,11 @@ def serve_command(
         count = len(loaded.driver.list_tools())
         _serve_stdio(server, child=isolated, tools=count)
     else:
-        _serve_http(server, *address, admission)
+        from mcs_host.bridge.readiness import Readiness, fingerprint
+
+        tools = [tool.name for tool in loaded.driver.list_tools()]
+        readiness = Readiness(fingerprint(report.records, tools), expected)
+        _serve_http(server, *address, admission, _Replica(stateless, drain, readiness))
 
 
 def _unserved(report: LoadReport, again: str) -> list[str]:
@@ -408,14 +451,26 @@ def _exit_after_grace() -> None:
     timer.start()
 
 
-def _serve_http(server: Server[Any], host: str, port: int, admission: Admission) -> None:
-    """Serve until SIGINT or SIGTERM: uvicorn shuts down in order, then the signal it passes
-    on ends the process with status 0."""
+@dataclass(frozen=True)
+class _Replica:
+    """How ``serve --http`` runs as one replica of a deployment."""
+
+    stateless: bool
+    drain: float
+    readiness: Readiness
+
+
+def _serve_http(
+    server: Server[Any], host: str, port: int, admission: Admission, replica: _Replica
+) -> None:
+    """Serve until SIGINT or SIGTERM: uvicorn stops accepting, lets the calls in flight
+    finish for ``replica.drain`` seconds, and the signal it passes on then ends the process
+    with status 0."""
     import signal
 
     import uvicorn
 
-    from mcs_host.bridge.server import http_app
+    from mcs_host.bridge.http import http_app
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _exit_quietly)
@@ -424,11 +479,48 @@ def _serve_http(server: Server[Any], host: str, port: int, admission: Admission)
         allowed_hosts=admission.hosts,
         allowed_origins=admission.origins,
         token=admission.token,
+        stateless=replica.stateless,
+        readiness=replica.readiness,
     )
     shown = f"[{host}]" if ":" in host else host
     how = "a bearer token required" if admission.token is not None else "no token"
-    typer.echo(f"serving MCP on http://{shown}:{port}/mcp ({how})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    mode = ", stateless" if replica.stateless else ""
+    for line in replica.readiness.serves.lines():
+        typer.echo(line, err=True)
+    problem = replica.readiness.problem
+    if problem is not None:
+        typer.echo(f"not ready: {problem}", err=True)
+    typer.echo(f"serving MCP on http://{shown}:{port}/mcp ({how}{mode})", err=True)
+    drain = math.ceil(replica.drain)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=drain
+    )
+
+    class Draining(uvicorn.Server):
+        """Past the drain bound (and a grace after it), ends the process even while a tool
+        call is stuck in a thread, which nothing can cancel."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if not self.should_exit:
+                timer = threading.Timer(drain + _GRACE, exit_now)
+                timer.daemon = True
+                timer.start()
+            super().handle_exit(sig, frame)
+
+    Draining(config).run()
+
+
+def _expected(option: str | None, settings: HostConfig) -> str | None:
+    """The fingerprint the replica must serve: ``--expect-fingerprint``, else ``[serve]
+    fingerprint``."""
+    if option is None:
+        return settings.serve.fingerprint
+    if not _FINGERPRINT.fullmatch(option):
+        raise typer.BadParameter(
+            f"{option!r}: give sha256: and 64 hex digits, as /readyz shows it",
+            param_hint="--expect-fingerprint",
+        )
+    return option
 
 
 @dataclass(frozen=True)
@@ -451,7 +543,7 @@ def _admission(
     ``[serve]``; or exit 2 naming the option that is missing. On an address other than
     loopback: the Host values the user allowed, and a token unless ``--no-auth``; on
     loopback, loopback Host and Origin values besides, and the token if one is given."""
-    from mcs_host.bridge import server as bridge
+    from mcs_host.bridge import http as bridge
 
     configured = settings.serve
     (host, port), (some_hosts, some_origins, token_file, no_auth) = address, options

@@ -231,6 +231,12 @@ class ServeSettings(_Strict):
         description="A file holding the bearer token each request must carry (relative to "
         "the config file); MCS_HOST_SERVE_TOKEN gives it directly.",
     )
+    fingerprint: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="The fingerprint (/readyz shows it) every replica must serve: one that "
+        "serves other drivers, versions, files or tools stays alive but not ready.",
+    )
 
 
 class HostConfig(_Strict):

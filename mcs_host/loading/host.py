@@ -356,7 +356,12 @@ def _staged(
             candidate = _only_candidate(plan, candidates)
             with _timed(timings, "verify"):
                 verification = stages.verify(mount, candidate, found)
-            record = replace(record, verification=verification.status, trust=verification.trust)
+            record = replace(
+                record,
+                verification=verification.status,
+                trust=verification.trust,
+                digest=verification.digest,
+            )
             notes += verification.warnings
             with _timed(timings, "compatibility"):
                 stages.check_compatibility(ctx, plan.label, candidate)

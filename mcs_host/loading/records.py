@@ -106,6 +106,9 @@ class LoadRecord:
     trust: str | None = None
     """The registry's trust label for it (``verified``, ``reference``, ``community``);
     ``None`` when no registry entry vouches for it."""
+    digest: str | None = None
+    """The digest of its installed files that verification computed (``sha256:...``);
+    ``None`` when none was (an in-process driver, an MCP server)."""
     kind: Literal["driver", "plugin", "mcp"] = "driver"
     """``mcp``: an MCP server mounted as a driver."""
     tools: tuple[str, ...] = ()

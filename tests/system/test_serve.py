@@ -436,7 +436,7 @@ def test_serve_on_http_ends_cleanly_on_sigterm(scene: ServeScene) -> None:
 # -- serve --http elsewhere than loopback: a token and an allow-list ---------------------------
 
 TOKEN = "test-token-3f9a1c7e5b2d4086"  # noqa: S105 - a test's token
-MAX_BODY = 4 * 1024 * 1024  # mcs_host.bridge.server.MAX_BODY
+MAX_BODY = 4 * 1024 * 1024  # mcs_host.bridge.http.MAX_BODY
 ACCEPT = "application/json, text/event-stream"
 
 

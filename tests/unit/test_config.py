@@ -225,6 +225,7 @@ REFUSED = {
     "serve.allowed_hosts": '["evil.example:*"]',
     "serve.allowed_origins": '["https://evil.example"]',
     "serve.token_file": '"token.txt"',
+    "serve.fingerprint": f'"sha256:{"0" * 64}"',
     "source": '"elsewhere.toml"',
     "notes": '["nothing was ignored"]',
     "approved_digests": '{ "/etc/passwd" = "00" }',

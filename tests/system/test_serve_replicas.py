@@ -1,0 +1,431 @@
+"""``mcs-host serve --http`` as replicas of one deployment: stateless replicas answer a client
+that alternates between them request by request (stateful ones cannot), each reports the
+fingerprint of the stack it serves at ``/readyz`` (a replica whose driver differs is alive but
+not ready), the probes need no token while MCP does, and SIGTERM stops accepting, lets the
+call in flight finish and exits 0."""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from distbuild import Venv, build_wheel, free_port, uv_pip, wait_for_port
+from hostrun import driver_project, entry, pin, write_registry
+from scenes import Scene
+
+pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = pytest.mark.venv
+
+GATE_ID = "7c1f0000-0000-4000-8000-0000000000e1"
+
+GATE = """\
+import os
+import sys
+import time
+
+from mcs_host import MCSToolDriver, Tool, ToolParameter
+from mcs_host.kit import manifest_meta
+
+
+class Driver(MCSToolDriver):
+    meta = manifest_meta(__package__, "Driver")
+
+    def list_tools(self):
+        text = ToolParameter(name="text", description="What to say.", schema={"type": "string"})
+        path = ToolParameter(name="path", description="The gate file.", schema={"type": "string"})
+        return [
+            Tool(name="echo", description="Answer with the text.", parameters=[text]),
+            Tool(name="gate", description="Answer once the file exists.", parameters=[path]),
+        ]
+
+    def execute_tool(self, tool_name, arguments):
+        if tool_name == "echo":
+            return {"said": arguments["text"], "pid": os.getpid()}
+        print("gate waiting", file=sys.stderr, flush=True)
+        deadline = time.monotonic() + 300
+        while not os.path.exists(arguments["path"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return {"gate": "opened"}
+"""
+
+TOKEN = "replica-token-5e2b8c1d7a904f36"  # noqa: S105 - a test's token
+
+
+@dataclass(frozen=True)
+class ReplicaScene(Scene):
+    """Two venvs: ``venv`` with the gate driver 1.0.0, ``other`` with 1.0.1; one registry
+    pins both, one configuration mounts it, and a token file is the user's alone."""
+
+    other: Venv
+    config: Path
+    token_file: Path
+
+    def serve(
+        self, port: int, *args: str, venv: Venv | None = None
+    ) -> tuple[subprocess.Popen[str], _Lines]:
+        """``mcs-host serve --http 127.0.0.1:PORT ARGS`` from ``venv`` (default: the
+        scene's), once it listens; its stderr read line by line."""
+        bin_dir = (venv or self.venv).bin
+        process = subprocess.Popen(
+            [
+                str(bin_dir / "mcs-host"),
+                "serve",
+                "--config",
+                str(self.config),
+                "--http",
+                f"127.0.0.1:{port}",
+                *args,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**self.environment(), "PATH": f"{bin_dir}:/usr/bin:/bin"},
+            cwd=self.root,
+        )
+        lines = _Lines(process)
+        wait_for_port(port, process)
+        return process, lines
+
+
+class _Lines:
+    """A process's stderr, read by a thread as it comes; the stream is closed at its end."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.seen: queue.Queue[str] = queue.Queue()
+        self.all: list[str] = []
+        assert process.stderr is not None
+        self._reader = threading.Thread(target=self._read, args=(process.stderr,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: Any) -> None:
+        with stream:
+            for line in stream:
+                self.all.append(line)
+                self.seen.put(line)
+
+    def wait_for(self, text: str, seconds: float = 120) -> None:
+        while True:
+            line = self.seen.get(timeout=seconds)
+            if text in line:
+                return
+
+    def join(self) -> None:
+        self._reader.join(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: Path
+) -> ReplicaScene:
+    root = tmp_path_factory.mktemp("replicas")
+    wheels = []
+    for version in ("1.0.0", "1.0.1"):
+        project = driver_project(
+            "gate-driver",
+            root / "imported.txt",
+            GATE_ID,
+            version,
+            label="gate",
+            files={"gate_driver/__init__.py": GATE},
+        )
+        wheels.append(build_wheel(project.write(root / f"src-{version}"), root / "wheels"))
+    venvs = []
+    for name, wheel in zip(("venv", "other"), wheels, strict=True):
+        venv = Venv.create(root / name)
+        venv.uv_install("mcs-host[mcp]", wheelhouse=wheelhouse, cache=uv_cache)
+        uv_pip("install", "--no-index", "--no-deps", str(wheel), python=venv.python)
+        venvs.append(venv)
+    releases = {"1.0.0": pin(wheels[0]), "1.0.1": pin(wheels[1])}
+    drivers = {GATE_ID: entry("gate-driver", "gate", "gate_driver:Driver", releases=releases)}
+    registry = write_registry(root / "registry.json", drivers)
+    config = root / "mcs-host.toml"
+    config.write_text(f'registries = ["{registry}"]\nautoload = true\n')
+    token_file = root / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    return ReplicaScene(
+        root=root, venv=venvs[0], other=venvs[1], config=config, token_file=token_file
+    )
+
+
+def stop(process: subprocess.Popen[str], said: _Lines) -> None:
+    """End ``process`` (SIGTERM, then SIGKILL) and close its pipes."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+        said.join()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.fixture
+def replicas(scene: ReplicaScene, request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
+    """Two replicas on two ports, ``--stateless`` or not (the test's parameter)."""
+    args = ("--stateless",) if request.param else ()
+    ports = free_port(), free_port()
+    started = [scene.serve(port, *args) for port in ports]
+    try:
+        yield ports
+    finally:
+        for process, said in started:
+            stop(process, said)
+
+
+class Alternating(httpx2.AsyncBaseTransport):
+    """Sends each request to the next of ``ports`` in turn: a round-robin load balancer
+    without session affinity."""
+
+    def __init__(self, ports: tuple[int, ...]) -> None:
+        self._ports = itertools.cycle(ports)
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.sent: list[tuple[int, str]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = next(self._ports)
+        request.url = request.url.copy_with(port=port)
+        self.sent.append((port, request.method))
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def alternate(ports: tuple[int, int]) -> tuple[list[Any], list[tuple[int, str]]]:
+    """List the tools, then make four calls, through a client whose requests alternate
+    between the two replicas; the results, and the port and method of each request."""
+    transport = Alternating(ports)
+
+    async def main() -> list[Any]:
+        async with httpx2.AsyncClient(transport=transport, timeout=60) as http:
+            url = f"http://127.0.0.1:{ports[0]}/mcp"
+            async with Client(
+                streamable_http_client(url, http_client=http), read_timeout_seconds=60
+            ) as client:
+                results: list[Any] = [await client.list_tools()]
+                for n in range(4):
+                    results.append(await client.call_tool("echo", {"text": f"call {n}"}))
+                return results
+
+    return anyio.run(main), transport.sent
+
+
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"text": "hi"}},
+}
+
+
+def rpc(port: int, message: dict[str, Any], session: str | None = None) -> httpx2.Response:
+    """POST one JSON-RPC message of the 2025-11-25 protocol, whose clients open a session."""
+    headers = {"Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    return httpx2.post(f"http://127.0.0.1:{port}/mcp", json=message, headers=headers, timeout=60)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+@pytest.mark.parametrize("replicas", [True], indirect=True, ids=["stateless"])
+def test_stateless_replicas_answer_a_client_that_alternates_between_them(
+    replicas: tuple[int, int],
+) -> None:
+    # the SDK's client, its requests alternating between the replicas
+    results, sent = alternate(replicas)
+    listed, *calls = results
+    assert {tool.name for tool in listed.tools} == {"echo", "gate"}
+    assert [c.structured_content["said"] for c in calls] == [f"call {n}" for n in range(4)]
+    assert not any(c.is_error for c in calls)
+    assert len({c.structured_content["pid"] for c in calls}) == 2  # both replicas answered
+    assert {port for port, method in sent if method == "POST"} == set(replicas)
+    # a client of the 2025-11-25 protocol: no session to lose, each answer in JSON
+    first, second = replicas
+    opened = rpc(first, INITIALIZE)
+    assert opened.status_code == 200
+    assert "mcp-session-id" not in opened.headers
+    answered = rpc(second, CALL, session=None)
+    assert (answered.status_code, answered.headers["content-type"]) == (200, "application/json")
+    assert answered.json()["result"]["structuredContent"]["said"] == "hi"
+
+
+@pytest.mark.parametrize("replicas", [False], indirect=True, ids=["stateful"])
+def test_stateful_replicas_lose_a_session_when_requests_alternate(
+    replicas: tuple[int, int],
+) -> None:
+    # what --stateless is for: a 2025-11-25 client's session opened on one replica is
+    # unknown to the other (the SDK's own client speaks 2026-07-28, which has no session)
+    first, second = replicas
+    session = rpc(first, INITIALIZE).headers["mcp-session-id"]
+    lost = rpc(second, CALL, session=session)
+    assert (lost.status_code, lost.json()["error"]["message"]) == (404, "Session not found")
+    assert rpc(first, CALL, session=session).status_code == 200
+
+
+def probe(port: int, path: str, token: str | None = None) -> httpx2.Response:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return httpx2.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=60)
+
+
+def test_readyz_shows_the_fingerprint_and_a_replica_that_serves_another_stack_is_not_ready(
+    scene: ReplicaScene,
+) -> None:
+    first_port, same_port, other_port = free_port(), free_port(), free_port()
+    first, said = scene.serve(first_port, "--stateless", "--token-file", str(scene.token_file))
+    started = [(first, said)]
+    try:
+        # the probes need no token; MCP does
+        assert (probe(first_port, "/healthz").status_code, probe(first_port, "/healthz").text) == (
+            200,
+            "ok\n",
+        )
+        ready = probe(first_port, "/readyz")
+        assert ready.status_code == 200
+        fingerprint = ready.json()["fingerprint"]
+        assert ready.json() == {"ready": True, "fingerprint": fingerprint}
+        assert fingerprint.startswith("sha256:")
+        assert len(fingerprint) == 71
+        assert probe(first_port, "/mcp").status_code == 401
+        assert probe(first_port, "/readyz", token="not-the-token").status_code == 200  # noqa: S106
+        # what it stands for is on the server's stderr
+        assert f"fingerprint {fingerprint}\n" in said.all
+        assert any("gate: gate-driver 1.0.0 (pinned, sha256:" in line for line in said.all)
+        # another replica of the same stack is ready with the expected fingerprint
+        same = scene.serve(same_port, "--stateless", "--expect-fingerprint", fingerprint)
+        started.append(same)
+        assert probe(same_port, "/readyz").json() == {"ready": True, "fingerprint": fingerprint}
+        # a replica with another release of the driver, verified too, serves another stack
+        other, other_said = scene.serve(
+            other_port, "--stateless", "--expect-fingerprint", fingerprint, venv=scene.other
+        )
+        started.append((other, other_said))
+        refused = probe(other_port, "/readyz")
+        assert refused.status_code == 503
+        body = refused.json()
+        assert (body["ready"], body["expected"]) == (False, fingerprint)
+        assert body["fingerprint"] != fingerprint
+        assert body["reason"] == (
+            f"this replica serves {body['fingerprint']}, and its configuration expects "
+            f"{fingerprint}: its drivers, versions, files or tools differ"
+        )
+        assert probe(other_port, "/healthz").status_code == 200  # alive, not ready
+        assert any(line.startswith("not ready: this replica serves") for line in other_said.all)
+    finally:
+        for process, lines in started:
+            stop(process, lines)
+
+
+def test_a_fingerprint_that_is_no_sha256_is_a_usage_error(scene: ReplicaScene) -> None:
+    done = scene.host(
+        "serve", "--config", scene.config, "--http", "127.0.0.1:9", "--expect-fingerprint", "abc"
+    )
+    assert done.returncode == 2
+    assert "'abc': give sha256: and 64 hex digits" in done.stderr
+    assert "--expect-fingerprint" in done.stderr
+    alone = scene.host("serve", "--config", scene.config, "--stateless")
+    assert alone.returncode == 2
+    assert "go with --http" in alone.stderr
+
+
+def refuses_connections(port: int) -> bool:
+    with socket.socket() as attempt:
+        return attempt.connect_ex(("127.0.0.1", port)) != 0
+
+
+def call_in_thread(port: int, arguments: dict[str, Any]) -> tuple[threading.Thread, list[Any]]:
+    """POST a ``gate`` call in a thread, as a load balancer passes a client's request on; the
+    response (or the error) lands in the returned list."""
+    outcome: list[Any] = []
+    call = {**CALL, "params": {"name": "gate", "arguments": arguments}}
+
+    def run() -> None:
+        try:
+            response = httpx2.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json=call,
+                headers={"Accept": "application/json, text/event-stream"},
+                timeout=300,
+            )
+            outcome.append(response)
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_sigterm_stops_accepting_and_lets_the_call_in_flight_finish(
+    scene: ReplicaScene, tmp_path: Path
+) -> None:
+    port = free_port()
+    process, said = scene.serve(port, "--stateless")
+    gate = tmp_path / "open"
+    try:
+        thread, outcome = call_in_thread(port, {"path": str(gate)})
+        said.wait_for("gate waiting")
+        process.terminate()
+        # it stops accepting while the call is still in flight (the gate is shut)
+        for _ in range(600):
+            if refuses_connections(port):
+                break
+            thread.join(timeout=0.1)
+        assert refuses_connections(port)
+        assert thread.is_alive()
+        assert process.poll() is None
+        gate.touch()
+        thread.join(timeout=120)
+        (response,) = outcome
+        assert not isinstance(response, Exception), response
+        assert response.status_code == 200
+        result = response.json()["result"]
+        assert (result["isError"], result["structuredContent"]) == (False, {"gate": "opened"})
+        assert process.wait(timeout=60) == 0
+    finally:
+        stop(process, said)
+    assert not any("Traceback" in line for line in said.all), "".join(said.all)
+
+
+def test_a_call_past_the_drain_bound_is_cut_and_the_replica_exits(
+    scene: ReplicaScene, tmp_path: Path
+) -> None:
+    port = free_port()
+    process, said = scene.serve(port, "--stateless", "--drain", "1")
+    try:
+        thread, outcome = call_in_thread(port, {"path": str(tmp_path / "never")})
+        said.wait_for("gate waiting")
+        process.terminate()
+        assert process.wait(timeout=120) == 0  # the gate never opens: the drain bound ends it
+        thread.join(timeout=120)
+        (response,) = outcome  # the connection was cut: no answer, or an error
+        assert isinstance(response, Exception) or response.status_code != 200, response.text
+    finally:
+        stop(process, said)
