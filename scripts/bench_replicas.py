@@ -1,0 +1,377 @@
+"""Benchmark ``mcs-host serve --http --stateless`` replicas behind a real load balancer
+(HAProxy) against one plain ``mcp`` SDK server, and a replica stopped in the middle of a run.
+
+    python scripts/bench_replicas.py [--seconds 8] [--sessions 32] [--json]
+
+Each replica serves the bundled files driver, pinned and verified (its ``stat`` tool on the
+demo data); the plain server is the SDK's ``MCPServer`` with a ``stat`` tool of its own, served
+stateless by uvicorn. ``--sessions`` clients of the SDK (``Client`` over streamable HTTP, in
+this process, on one event loop) call ``stat`` as fast as they are answered for ``--seconds``:
+first the plain server directly, then HAProxy in front of 1, 2 and 3 replicas (round robin,
+health check ``GET /readyz``). The figures are calls per second, their ratio to the plain
+server's in the same run, failed calls, and the median and 99th percentile latency. Then,
+with 2 replicas, one gets SIGTERM halfway through: the calls that failed, and the time until
+HAProxy marked it down. On a machine with few cores the replicas, HAProxy and the clients
+share them: the ratios, not the rates, are what carries over.
+
+HAProxy is the one on ``PATH``, else Debian's package, fetched with ``apt-get download`` and
+unpacked (not installed) into ``~/.cache/mcs-host/haproxy``. Needs the mcs-host[mcp] extra and
+the bundled drivers installed (as ``scripts/bench.py`` sets up ``.venvs/bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from _bench import emit
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "scripts" / "demo" / "data"
+CACHE = Path.home() / ".cache" / "mcs-host" / "haproxy"
+PACKAGES = ("haproxy", "liblua5.3-0", "libopentracing-c-wrapper0", "libopentracing1")
+"""HAProxy's Debian package and the libraries it needs that a slim system lacks."""
+ARGUMENTS = {"path": "sales.csv"}
+
+PLAIN = """\
+import os
+import sys
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+ROOT = sys.argv[2]
+server = MCPServer("plain")
+
+
+@server.tool()
+def stat(path: str) -> dict:
+    \"\"\"The size and modification time of a file under the root.\"\"\"
+    found = os.stat(os.path.join(ROOT, path))
+    return {"path": path, "size": found.st_size, "modified": found.st_mtime}
+
+
+app = server.streamable_http_app(stateless_http=True, json_response=True)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def free_port() -> int:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def haproxy() -> tuple[list[str], dict[str, str], str]:
+    """The HAProxy command, its environment and where it came from."""
+    found = shutil.which("haproxy")
+    if found is not None:
+        return [found], dict(os.environ), f"{found} (on PATH)"
+    binary = CACHE / "usr" / "sbin" / "haproxy"
+    if not binary.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as downloads:
+            subprocess.run(
+                ["apt-get", "download", *PACKAGES], cwd=downloads, check=True, capture_output=True
+            )
+            for package in Path(downloads).glob("*.deb"):
+                subprocess.run(["dpkg", "-x", str(package), str(CACHE)], check=True)
+    libraries = CACHE / "usr" / "lib" / "x86_64-linux-gnu"
+    env = {**os.environ, "LD_LIBRARY_PATH": str(libraries)}
+    return [str(binary)], env, f"Debian's package, unpacked in {CACHE}"
+
+
+def version(command: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run([*command, "-v"], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()[0]
+
+
+def ready(port: int, path: str = "/readyz", seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"nothing ready on port {port}{path}")
+
+
+class Processes:
+    """The processes a run started, ended at its end."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, command: Sequence[str], **kwargs: Any) -> subprocess.Popen[str]:
+        process = subprocess.Popen(list(command), text=True, **kwargs)
+        self.started.append(process)
+        return process
+
+    def end(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.started:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.started.clear()
+
+
+def replica(processes: Processes, config: Path) -> tuple[subprocess.Popen[str], int]:
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "mcs-host"), "serve", "--config", str(config)]
+    command += ["--http", f"127.0.0.1:{port}", "--stateless"]
+    process = processes.start(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ready(port)
+    return process, port
+
+
+@dataclass
+class Balancer:
+    process: subprocess.Popen[str]
+    port: int
+    down: dict[str, float] = field(default_factory=dict)
+    """Per server name, when HAProxy said it is down (``time.monotonic()``)."""
+
+
+def balancer(
+    processes: Processes, command: list[str], env: dict[str, str], ports: Sequence[int], where: Path
+) -> Balancer:
+    port = free_port()
+    servers = "\n".join(
+        f"    server r{n} 127.0.0.1:{p} check" for n, p in enumerate(ports, start=1)
+    )
+    config = where / f"haproxy-{port}.cfg"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            global
+                log stderr format raw local0 info
+            defaults
+                mode http
+                log global
+                option log-health-checks
+                timeout connect 2s
+                timeout client 120s
+                timeout server 120s
+                retries 3
+                option redispatch
+                option http-buffer-request
+                retry-on conn-failure empty-response
+            frontend mcp
+                bind 127.0.0.1:{port}
+                default_backend replicas
+            backend replicas
+                balance roundrobin
+                option httpchk GET /readyz
+                http-check expect status 200
+                default-server inter 250ms fall 2 rise 1
+            """
+        )
+        + servers
+        + "\n"
+    )
+    process = processes.start(
+        [*command, "-db", "-f", str(config)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    found = Balancer(process, port)
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if " is DOWN" in line:
+                name = line.split("replicas/", 1)[1].split()[0] if "replicas/" in line else "?"
+                found.down.setdefault(name, time.monotonic())
+
+    threading.Thread(target=read, daemon=True).start()
+    ready(port, "/readyz")
+    return found
+
+
+@dataclass
+class Load:
+    calls: int = 0
+    failed: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+async def drive(port: int, sessions: int, seconds: float, halfway: Any = None) -> Load:
+    """``sessions`` clients calling ``stat`` on ``port`` for ``seconds``; ``halfway()``
+    is called once, halfway through."""
+    load = Load()
+    url = f"http://127.0.0.1:{port}/mcp"
+    started = time.monotonic()
+    deadline = started + seconds
+
+    async def one() -> None:
+        async with (
+            httpx2.AsyncClient(timeout=120) as http,
+            Client(
+                streamable_http_client(url, http_client=http), read_timeout_seconds=120
+            ) as client,
+        ):
+            while time.monotonic() < deadline:
+                began = time.perf_counter()
+                try:
+                    result = await client.call_tool("stat", ARGUMENTS)
+                except Exception as exc:
+                    load.failed += 1
+                    load.errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                if result.is_error:
+                    load.failed += 1
+                    load.errors.append(str(result.content))
+                    continue
+                load.calls += 1
+                load.latencies.append(time.perf_counter() - began)
+
+    async def midway() -> None:
+        await anyio.sleep(seconds / 2)
+        if halfway is not None:
+            halfway()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(midway)
+        for _ in range(sessions):
+            group.start_soon(one)
+    return load
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+def row(name: str, load: Load, seconds: float, plain_rate: float | None) -> str:
+    rate = load.calls / seconds
+    ratio = f"{rate / plain_rate:.2f}x" if plain_rate else "1x"
+    p50 = statistics.median(load.latencies) * 1000 if load.latencies else float("nan")
+    p99 = percentile(load.latencies, 0.99) * 1000
+    return f"| {name} | {rate:.0f} | {ratio} | {load.failed} | {p50:.1f} ms | {p99:.1f} ms |"
+
+
+def write_config(directory: Path) -> Path:
+    """A configuration mounting only the bundled files driver on the demo data."""
+    path = directory / "replica.toml"
+    path.write_text(
+        f"registries = [{str(ROOT / 'registry.json')!r}]\n"
+        "autoload = false\n"
+        "[drivers.files]\n"
+        f"settings = {{ root = {str(DATA)!r} }}\n"
+    )
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    command, env, source = haproxy()
+    processes = Processes()
+    markdown = [
+        f"HAProxy: {version(command, env)}, {source}; {args.sessions} sessions of the SDK's "
+        f"client, {args.seconds:.0f} s a row.",
+        "",
+        "| server | calls/s | against the plain server | failed | p50 | p99 |",
+        "|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        where = Path(scratch)
+        config = write_config(where)
+        try:
+            plain_script = where / "plain.py"
+            plain_script.write_text(PLAIN)
+            port = free_port()
+            processes.start(
+                [sys.executable, str(plain_script), str(port), str(DATA)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            _wait_listening(port)
+            plain = anyio.run(drive, port, args.sessions, args.seconds)
+            plain_rate = plain.calls / args.seconds
+            plain_name = "one plain `mcp` SDK server, no balancer"
+            markdown.append(row(plain_name, plain, args.seconds, None))
+            processes.end()
+            for count in (1, 2, 3):
+                ports = [replica(processes, config)[1] for _ in range(count)]
+                front = balancer(processes, command, env, ports, where)
+                load = anyio.run(drive, front.port, args.sessions, args.seconds)
+                replicas = f"{count} replica{'s' if count > 1 else ''}"
+                name = f"HAProxy, {replicas} of `serve --http --stateless`"
+                markdown.append(row(name, load, args.seconds, plain_rate))
+                processes.end()
+            # a rolling update: SIGTERM one of two replicas halfway through
+            started = [replica(processes, config) for _ in range(2)]
+            front = balancer(processes, command, env, [p for _, p in started], where)
+            stopped: dict[str, float] = {}
+
+            def stop_one() -> None:
+                stopped["at"] = time.monotonic()
+                started[1][0].send_signal(signal.SIGTERM)
+
+            load = anyio.run(drive, front.port, args.sessions, args.seconds, stop_one)
+            exit_status = started[1][0].wait(timeout=120)
+            down = front.down.get("r2")
+            marked = f"{(down - stopped['at']) * 1000:.0f} ms" if down is not None else "never"
+            markdown += [
+                "",
+                f"One of 2 replicas stopped with SIGTERM halfway through: {load.calls} calls "
+                f"answered, {load.failed} failed; it exited with status {exit_status}; HAProxy "
+                f"marked it down {marked} after the signal.",
+            ]
+            if load.errors:
+                markdown.append(f"First failure: `{load.errors[0][:200]}`")
+        finally:
+            processes.end()
+    emit("Replicas behind a load balancer", markdown, [], args.json)
+    return 0
+
+
+def _wait_listening(port: int, seconds: float = 60) -> None:
+    import socket  # noqa: PLC0415
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as attempt:
+            if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"nothing listens on port {port}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
