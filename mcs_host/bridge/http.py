@@ -11,12 +11,14 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .metrics import RateLimit
 from .readiness import PROBES
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from .metrics import Metrics
     from .readiness import Readiness
 
 __all__: list[str] = []  # for serve
@@ -39,13 +41,17 @@ def http_app(
     token: bytes | None = None,
     stateless: bool = False,
     readiness: Readiness | None = None,
+    metrics: Metrics | None = None,
+    rate_limit: tuple[int, float] | None = None,
 ) -> ASGIApp:
     """``server`` as a streamable HTTP application (at ``/mcp``): a request whose Host is not
     in ``allowed_hosts`` is answered 421, one with an Origin not in ``allowed_origins`` 403
     (``host:*``, ``origin:*``: any port), a body over :data:`MAX_BODY` 413; with ``token``,
     a request without that bearer token 401 before any of that is read. ``stateless``: no
     session, each request answered by itself in JSON, so any replica answers any request.
-    With ``readiness``, ``/healthz`` and ``/readyz`` answer probes, token or not."""
+    With ``readiness``, ``/healthz`` and ``/readyz`` answer probes, token or not; with
+    ``metrics``, ``/metrics`` answers with the token; with ``rate_limit`` (count, seconds),
+    each client's requests to ``/mcp`` past it are answered 429 (:mod:`.metrics`)."""
     from mcp.server.transport_security import (  # noqa: PLC0415 - the mcp extra
         TransportSecuritySettings,
     )
@@ -60,11 +66,15 @@ def http_app(
         max_request_body_size=MAX_BODY,
         stateless_http=stateless,
         json_response=stateless,
-        custom_starlette_routes=None if readiness is None else list(readiness.routes()),
+        custom_starlette_routes=[
+            *(readiness.routes() if readiness is not None else ()),
+            *((metrics.route(),) if metrics is not None else ()),
+        ],
     )
+    limited: ASGIApp = app if rate_limit is None else RateLimit(app, *rate_limit)
     if token is None:
-        return app
-    return BearerGate(app, token, open_paths=PROBES if readiness is not None else ())
+        return limited
+    return BearerGate(limited, token, open_paths=PROBES if readiness is not None else ())
 
 
 class BearerGate:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcs_host._version import __version__
@@ -76,8 +77,10 @@ def mcp_server(
     name: str = "mcs-host",
     model: str | None = None,
     instructions: str = "native",
+    observe: Callable[[str, bool, float], None] | None = None,
 ) -> Server[Any]:
-    """An MCP server (the SDK's low-level ``Server``) offering the tools of ``stack``.
+    """An MCP server (the SDK's low-level ``Server``) offering the tools of ``stack``;
+    ``observe`` is told of each call: the tool's name, whether it failed, its seconds.
 
     ``records`` are the load report's mounts: their trust facts go into each tool's
     ``_meta``. ``instructions`` says what the server's instructions are: ``native`` (the
@@ -125,8 +128,11 @@ def mcp_server(
             loop.call_soon_threadsafe(send)  # a driver reports from its worker thread too
 
         asker = Asker.of(context, params.input_responses)
+        started = time.perf_counter()
         with asking(asker, loop), progress_to(report):
             response = await stack.aexecute(_detection(params.name, params.arguments or {}))
+        if observe is not None:
+            observe(params.name, response.call_failed, time.perf_counter() - started)
         if asker is not None and asker.asked:  # nothing ran: the retry brings the answer
             return types.InputRequiredResult(input_requests=dict(asker.asked))
         if response.call_failed:

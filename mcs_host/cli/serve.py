@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from mcp.server.lowlevel import Server
 
+    from mcs_host.bridge.metrics import Metrics
     from mcs_host.bridge.readiness import Readiness
     from mcs_host.loading.config_schema import HostConfig, ProcessLimits
     from mcs_host.loading.records import LoadReport
@@ -129,6 +130,16 @@ def serve_command(
             min=0,
         ),
     ] = 30.0,
+    rate_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--rate-limit",
+            help="COUNT/SECONDS: each client (its bearer token, else its address) may make "
+            "COUNT requests to --http's /mcp per SECONDS; past that it is answered 429 with "
+            "Retry-After.",
+            metavar="COUNT/SECONDS",
+        ),
+    ] = None,
     expect_fingerprint: Annotated[
         str | None,
         typer.Option(
@@ -186,11 +197,13 @@ def serve_command(
         )
     address = _address(http) if http is not None else None
     admitting = (allowed_host, allowed_origin, token_file, no_auth)
-    if address is None and (any(admitting) or stateless or expect_fingerprint is not None):
+    replica_options = (stateless, expect_fingerprint is not None, rate_limit is not None)
+    if address is None and (any(admitting) or any(replica_options)):
         fail(
-            "--allowed-host, --allowed-origin, --token-file, --no-auth, --stateless and "
-            "--expect-fingerprint go with --http"
+            "--allowed-host, --allowed-origin, --token-file, --no-auth, --stateless, "
+            "--rate-limit and --expect-fingerprint go with --http"
         )
+    limit = _rate(rate_limit) if rate_limit is not None else None
     environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
     settings = _isolated_config(labels or ()) if isolated else options.host_config()
     if address is not None:
@@ -208,8 +221,13 @@ def serve_command(
         if not report.mounted:  # nothing to serve
             loaded.close()
             fail("not serving: no driver or MCP server mounted", code=1)
+        watched = _watched(loaded.driver, report, expected) if address is not None else None
         server = mcp_server(
-            loaded.driver, loaded.report.records, model=model, instructions=instructions
+            loaded.driver,
+            loaded.report.records,
+            model=model,
+            instructions=instructions,
+            observe=watched[1].observe if watched is not None else None,
         )
         unserved = _unserved(report, again) if not report.ok else []
         if unserved:  # the client gets what mounted, and is told what did not
@@ -225,11 +243,9 @@ def serve_command(
         count = len(loaded.driver.list_tools())
         _serve_stdio(server, child=isolated, tools=count)
     else:
-        from mcs_host.bridge.readiness import Readiness, fingerprint
-
-        tools = [tool.name for tool in loaded.driver.list_tools()]
-        readiness = Readiness(fingerprint(report.records, tools), expected)
-        _serve_http(server, *address, admission, _Replica(stateless, drain, readiness))
+        assert watched is not None
+        replica = _Replica(stateless, drain, *watched, limit)
+        _serve_http(server, *address, admission, replica)
 
 
 def _unserved(report: LoadReport, again: str) -> list[str]:
@@ -458,6 +474,36 @@ class _Replica:
     stateless: bool
     drain: float
     readiness: Readiness
+    metrics: Metrics
+    rate_limit: tuple[int, float] | None
+
+
+def _watched(
+    stack: Orchestrator, report: LoadReport, expected: str | None
+) -> tuple[Readiness, Metrics]:
+    """The readiness of the stack served and the metrics its calls go into."""
+    from mcs_host.bridge.metrics import Metrics
+    from mcs_host.bridge.readiness import Readiness, fingerprint
+
+    tools = [tool.name for tool in stack.list_tools()]
+    readiness = Readiness(fingerprint(report.records, tools), expected)
+    return readiness, Metrics(tools, readiness)
+
+
+def _rate(value: str) -> tuple[int, float]:
+    """``COUNT/SECONDS`` read: each a positive number, the count a whole one."""
+    count, _, seconds = value.partition("/")
+    try:
+        pair = (int(count), float(seconds))
+    except ValueError:
+        pair = (0, 0.0)
+    if pair[0] < 1 or not 0 < pair[1] < math.inf:
+        raise typer.BadParameter(
+            f"{value!r}: give COUNT/SECONDS, a whole count and a number of seconds above 0, "
+            "e.g. 120/60",
+            param_hint="--rate-limit",
+        )
+    return pair
 
 
 def _serve_http(
@@ -481,6 +527,8 @@ def _serve_http(
         token=admission.token,
         stateless=replica.stateless,
         readiness=replica.readiness,
+        metrics=replica.metrics,
+        rate_limit=replica.rate_limit,
     )
     shown = f"[{host}]" if ":" in host else host
     how = "a bearer token required" if admission.token is not None else "no token"

@@ -429,3 +429,67 @@ def test_a_call_past_the_drain_bound_is_cut_and_the_replica_exits(
         assert isinstance(response, Exception) or response.status_code != 200, response.text
     finally:
         stop(process, said)
+
+
+def bearer_rpc(port: int, message: dict[str, Any], token: str | None) -> httpx2.Response:
+    """POST one JSON-RPC message to a stateless server, with ``token`` as the bearer."""
+    headers = {"Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx2.post(f"http://127.0.0.1:{port}/mcp", json=message, headers=headers, timeout=60)
+
+
+def called(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {**CALL, "params": {"name": name, "arguments": arguments}}
+
+
+def test_metrics_count_each_call_by_tool_and_outcome_and_need_the_token(
+    scene: ReplicaScene,
+) -> None:
+    port = free_port()
+    args = ("--stateless", "--token-file", str(scene.token_file))
+    process, said = scene.serve(port, *args)
+    try:
+        assert probe(port, "/metrics").status_code == 401
+        for message in (
+            called("echo", {"text": "a"}),
+            called("echo", {"text": "b"}),
+            called("echo", {"text": 3}),  # refused by the schema: a failed call
+            called("no-such-tool", {}),
+        ):
+            assert bearer_rpc(port, message, TOKEN).status_code == 200
+        scraped = probe(port, "/metrics", token=TOKEN)
+        assert scraped.status_code == 200
+        assert scraped.headers["content-type"].startswith("text/plain")
+        lines = set(scraped.text.splitlines())
+        fingerprint = probe(port, "/readyz").json()["fingerprint"]
+    finally:
+        stop(process, said)
+    assert 'mcs_host_tool_calls_total{outcome="ok",tool="echo"} 2.0' in lines
+    assert 'mcs_host_tool_calls_total{outcome="failed",tool="echo"} 1.0' in lines
+    assert 'mcs_host_tool_calls_total{outcome="failed",tool="(unknown)"} 1.0' in lines
+    assert 'mcs_host_tool_call_seconds_count{tool="echo"} 3.0' in lines
+    assert f'mcs_host_stack_info{{expected="yes",fingerprint="{fingerprint}"}} 1.0' in lines
+
+
+def test_the_rate_limit_answers_429_with_retry_after_for_each_client_alone(
+    scene: ReplicaScene,
+) -> None:
+    port = free_port()
+    process, said = scene.serve(port, "--stateless", "--rate-limit", "2/600")
+    try:
+        first = [bearer_rpc(port, called("echo", {"text": "x"}), "one") for _ in range(3)]
+        assert [r.status_code for r in first] == [200, 200, 429]
+        assert 1 <= int(first[2].headers["retry-after"]) <= 300
+        assert first[2].text == "too many requests: the rate limit of this server is reached\n"
+        # another client has its own allowance; the probes are not limited
+        other = bearer_rpc(port, called("echo", {"text": "y"}), "two")
+        assert other.status_code == 200
+        assert probe(port, "/readyz").status_code == 200
+    finally:
+        stop(process, said)
+    bad = scene.host(
+        "serve", "--config", scene.config, "--http", "127.0.0.1:9", "--rate-limit", "many"
+    )
+    assert bad.returncode == 2
+    assert "'many': give COUNT/SECONDS" in bad.stderr
