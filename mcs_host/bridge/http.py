@@ -11,6 +11,7 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .logs import AccessLog
 from .metrics import RateLimit
 from .readiness import PROBES
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from .logs import JSONLog
     from .metrics import Metrics
     from .readiness import Readiness
 
@@ -43,6 +45,7 @@ def http_app(
     readiness: Readiness | None = None,
     metrics: Metrics | None = None,
     rate_limit: tuple[int, float] | None = None,
+    log: JSONLog | None = None,
 ) -> ASGIApp:
     """``server`` as a streamable HTTP application (at ``/mcp``): a request whose Host is not
     in ``allowed_hosts`` is answered 421, one with an Origin not in ``allowed_origins`` 403
@@ -51,7 +54,8 @@ def http_app(
     session, each request answered by itself in JSON, so any replica answers any request.
     With ``readiness``, ``/healthz`` and ``/readyz`` answer probes, token or not; with
     ``metrics``, ``/metrics`` answers with the token; with ``rate_limit`` (count, seconds),
-    each client's requests to ``/mcp`` past it are answered 429 (:mod:`.metrics`)."""
+    each client's requests to ``/mcp`` past it are answered 429 (:mod:`.metrics`); with
+    ``log``, each request gets an id and a JSON line, refused ones too (:mod:`.logs`)."""
     from mcp.server.transport_security import (  # noqa: PLC0415 - the mcp extra
         TransportSecuritySettings,
     )
@@ -71,10 +75,10 @@ def http_app(
             *((metrics.route(),) if metrics is not None else ()),
         ],
     )
-    limited: ASGIApp = app if rate_limit is None else RateLimit(app, *rate_limit)
-    if token is None:
-        return limited
-    return BearerGate(limited, token, open_paths=PROBES if readiness is not None else ())
+    served: ASGIApp = app if rate_limit is None else RateLimit(app, *rate_limit)
+    if token is not None:
+        served = BearerGate(served, token, open_paths=PROBES if readiness is not None else ())
+    return served if log is None else AccessLog(served, log)
 
 
 class BearerGate:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from mcp.server.lowlevel import Server
 
+    from mcs_host.bridge.logs import JSONLog
     from mcs_host.bridge.metrics import Metrics
     from mcs_host.bridge.readiness import Readiness
     from mcs_host.loading.config_schema import HostConfig, ProcessLimits
@@ -140,6 +141,14 @@ def serve_command(
             metavar="COUNT/SECONDS",
         ),
     ] = None,
+    log_json: Annotated[
+        bool,
+        typer.Option(
+            "--log-json",
+            help="Log each --http request and each tool call as a JSON line on stderr, with "
+            "the request's id (its X-Request-Id, else a new one).",
+        ),
+    ] = False,
     expect_fingerprint: Annotated[
         str | None,
         typer.Option(
@@ -197,11 +206,11 @@ def serve_command(
         )
     address = _address(http) if http is not None else None
     admitting = (allowed_host, allowed_origin, token_file, no_auth)
-    replica_options = (stateless, expect_fingerprint is not None, rate_limit is not None)
+    replica_options = (stateless, expect_fingerprint is not None, rate_limit is not None, log_json)
     if address is None and (any(admitting) or any(replica_options)):
         fail(
             "--allowed-host, --allowed-origin, --token-file, --no-auth, --stateless, "
-            "--rate-limit and --expect-fingerprint go with --http"
+            "--rate-limit, --log-json and --expect-fingerprint go with --http"
         )
     limit = _rate(rate_limit) if rate_limit is not None else None
     environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
@@ -221,13 +230,15 @@ def serve_command(
         if not report.mounted:  # nothing to serve
             loaded.close()
             fail("not serving: no driver or MCP server mounted", code=1)
-        watched = _watched(loaded.driver, report, expected) if address is not None else None
+        watched = (
+            _watched(loaded.driver, report, expected, log_json) if address is not None else None
+        )
         server = mcp_server(
             loaded.driver,
             loaded.report.records,
             model=model,
             instructions=instructions,
-            observe=watched[1].observe if watched is not None else None,
+            observe=watched.observe if watched is not None else None,
         )
         unserved = _unserved(report, again) if not report.ok else []
         if unserved:  # the client gets what mounted, and is told what did not
@@ -244,8 +255,7 @@ def serve_command(
         _serve_stdio(server, child=isolated, tools=count)
     else:
         assert watched is not None
-        replica = _Replica(stateless, drain, *watched, limit)
-        _serve_http(server, *address, admission, replica)
+        _serve_http(server, *address, admission, _Replica(stateless, drain, watched, limit))
 
 
 def _unserved(report: LoadReport, again: str) -> list[str]:
@@ -468,26 +478,41 @@ def _exit_after_grace() -> None:
 
 
 @dataclass(frozen=True)
+class _Watched:
+    """What operators see of a replica: its readiness, its metrics, and its JSON log."""
+
+    readiness: Readiness
+    metrics: Metrics
+    log: JSONLog | None
+
+    def observe(self, tool: str, failed: bool, seconds: float) -> None:
+        """Count a tool call, and log it."""
+        self.metrics.observe(tool, failed, seconds)
+        if self.log is not None:
+            self.log.call(tool, failed, seconds)
+
+
+@dataclass(frozen=True)
 class _Replica:
     """How ``serve --http`` runs as one replica of a deployment."""
 
     stateless: bool
     drain: float
-    readiness: Readiness
-    metrics: Metrics
+    watched: _Watched
     rate_limit: tuple[int, float] | None
 
 
 def _watched(
-    stack: Orchestrator, report: LoadReport, expected: str | None
-) -> tuple[Readiness, Metrics]:
-    """The readiness of the stack served and the metrics its calls go into."""
+    stack: Orchestrator, report: LoadReport, expected: str | None, log_json: bool
+) -> _Watched:
+    """The readiness of the stack served, the metrics its calls go into, and the log."""
+    from mcs_host.bridge.logs import JSONLog
     from mcs_host.bridge.metrics import Metrics
     from mcs_host.bridge.readiness import Readiness, fingerprint
 
     tools = [tool.name for tool in stack.list_tools()]
     readiness = Readiness(fingerprint(report.records, tools), expected)
-    return readiness, Metrics(tools, readiness)
+    return _Watched(readiness, Metrics(tools, readiness), JSONLog() if log_json else None)
 
 
 def _rate(value: str) -> tuple[int, float]:
@@ -526,16 +551,17 @@ def _serve_http(
         allowed_origins=admission.origins,
         token=admission.token,
         stateless=replica.stateless,
-        readiness=replica.readiness,
-        metrics=replica.metrics,
+        readiness=replica.watched.readiness,
+        metrics=replica.watched.metrics,
         rate_limit=replica.rate_limit,
+        log=replica.watched.log,
     )
     shown = f"[{host}]" if ":" in host else host
     how = "a bearer token required" if admission.token is not None else "no token"
     mode = ", stateless" if replica.stateless else ""
-    for line in replica.readiness.serves.lines():
+    for line in replica.watched.readiness.serves.lines():
         typer.echo(line, err=True)
-    problem = replica.readiness.problem
+    problem = replica.watched.readiness.problem
     if problem is not None:
         typer.echo(f"not ready: {problem}", err=True)
     typer.echo(f"serving MCP on http://{shown}:{port}/mcp ({how}{mode})", err=True)

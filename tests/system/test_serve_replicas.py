@@ -7,6 +7,7 @@ call in flight finish and exits 0."""
 from __future__ import annotations
 
 import itertools
+import json
 import queue
 import socket
 import subprocess
@@ -493,3 +494,36 @@ def test_the_rate_limit_answers_429_with_retry_after_for_each_client_alone(
     )
     assert bad.returncode == 2
     assert "'many': give COUNT/SECONDS" in bad.stderr
+
+
+def test_the_json_log_has_a_line_per_request_and_per_call_joined_by_the_request_id(
+    scene: ReplicaScene,
+) -> None:
+    port = free_port()
+    args = ("--stateless", "--log-json", "--token-file", str(scene.token_file))
+    process, said = scene.serve(port, *args)
+    try:
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}",
+            "X-Request-Id": "lb-7f3a",
+        }
+        url = f"http://127.0.0.1:{port}/mcp"
+        answered = httpx2.post(url, json=called("echo", {"text": "a"}), headers=headers, timeout=60)
+        assert answered.headers["x-request-id"] == "lb-7f3a"
+        refused = httpx2.post(url, json=called("echo", {"text": "b"}), timeout=60)
+        assert refused.status_code == 401
+        generated = refused.headers["x-request-id"]
+    finally:
+        stop(process, said)
+    logged = [json.loads(line) for line in said.all if line.startswith("{")]
+    by_event: dict[str, list[dict[str, Any]]] = {}
+    for line in logged:
+        by_event.setdefault(line["event"], []).append(line)
+    (call,) = by_event["tool_call"]
+    assert (call["request_id"], call["tool"], call["outcome"]) == ("lb-7f3a", "echo", "ok")
+    requests = {line["request_id"]: line for line in by_event["http_request"]}
+    assert (requests["lb-7f3a"]["path"], requests["lb-7f3a"]["status"]) == ("/mcp", 200)
+    assert requests[generated]["status"] == 401  # a refused request is logged too
+    assert len(generated) == 32
+    assert all(isinstance(line["time"], float) for line in logged)
