@@ -75,7 +75,9 @@ def http_app(
             *((metrics.route(),) if metrics is not None else ()),
         ],
     )
-    served: ASGIApp = app if rate_limit is None else RateLimit(app, *rate_limit)
+    served: ASGIApp = app
+    if rate_limit is not None:
+        served = RateLimit(app, *rate_limit, by_token=token is not None)
     if token is not None:
         served = BearerGate(served, token, open_paths=PROBES if readiness is not None else ())
     return served if log is None else AccessLog(served, log)

@@ -9,7 +9,9 @@ needs the bearer token like ``/mcp``: the metrics name the tools.
 
 :class:`RateLimit` lets each client (its bearer token, else its address) make ``count``
 requests to ``/mcp`` per ``seconds``, as a token bucket that refills evenly; past that a
-request is answered 429 with ``Retry-After``, the whole seconds until it may try again.
+request is answered 429 with ``Retry-After``, the whole seconds until it may try again. A
+client is its bearer token only where the server checks one: elsewhere any header can be
+sent, so a client is its address.
 """
 
 from __future__ import annotations
@@ -92,14 +94,16 @@ class Metrics:
 
 
 class RateLimit:
-    """ASGI middleware: ``count`` requests to ``/mcp`` per ``seconds`` for each client."""
+    """ASGI middleware: ``count`` requests to ``/mcp`` per ``seconds`` for each client, who
+    is its bearer token when ``by_token`` (the server checks the token), else its address."""
 
-    __slots__ = ("_app", "_buckets", "_count", "_rate")
+    __slots__ = ("_app", "_buckets", "_by_token", "_count", "_rate")
 
-    def __init__(self, app: ASGIApp, count: int, seconds: float) -> None:
+    def __init__(self, app: ASGIApp, count: int, seconds: float, *, by_token: bool) -> None:
         if count < 1 or seconds <= 0:
             raise ValueError("a rate limit is at least one request per a positive time")
         self._app = app
+        self._by_token = by_token
         self._count = float(count)
         self._rate = count / seconds  # requests a second
         self._buckets: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
@@ -108,7 +112,7 @@ class RateLimit:
         if scope["type"] != "http" or not scope["path"].startswith("/mcp"):
             await self._app(scope, receive, send)
             return
-        wait = self._take(_client(scope))
+        wait = self._take(_client(scope, self._by_token))
         if wait <= 0:
             await self._app(scope, receive, send)
             return
@@ -138,9 +142,10 @@ class RateLimit:
         return wait
 
 
-def _client(scope: Scope) -> bytes:
-    """Who a request comes from: a digest of its bearer credentials, else its address."""
-    for name, value in scope.get("headers") or ():
+def _client(scope: Scope, by_token: bool) -> bytes:
+    """Who a request comes from: a digest of its (checked) bearer credentials, else its
+    address."""
+    for name, value in scope.get("headers") or () if by_token else ():
         if name.lower() == b"authorization":
             return b"t" + hashlib.sha256(value).digest()
     address: Any = scope.get("client") or ("", 0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 _EXTRA = "serve needs the MCP extra, installed from where mcs-host was installed"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
-_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -589,11 +587,15 @@ def _expected(option: str | None, settings: HostConfig) -> str | None:
     fingerprint``."""
     if option is None:
         return settings.serve.fingerprint
-    if not _FINGERPRINT.fullmatch(option):
+    from pydantic import ValidationError
+
+    try:  # the rule [serve] fingerprint has
+        settings.serve.model_validate({"fingerprint": option})
+    except ValidationError:
         raise typer.BadParameter(
             f"{option!r}: give sha256: and 64 hex digits, as /readyz shows it",
             param_hint="--expect-fingerprint",
-        )
+        ) from None
     return option
 
 

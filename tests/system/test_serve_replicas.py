@@ -479,13 +479,21 @@ def test_the_rate_limit_answers_429_with_retry_after_for_each_client_alone(
     port = free_port()
     process, said = scene.serve(port, "--stateless", "--rate-limit", "2/600")
     try:
-        first = [bearer_rpc(port, called("echo", {"text": "x"}), "one") for _ in range(3)]
+        # a server that checks no token: a new Authorization header each time is still the
+        # same client, its address, and does not escape the limit
+        first = [bearer_rpc(port, called("echo", {"text": "x"}), f"made-up-{n}") for n in range(3)]
         assert [r.status_code for r in first] == [200, 200, 429]
         assert 1 <= int(first[2].headers["retry-after"]) <= 300
         assert first[2].text == "too many requests: the rate limit of this server is reached\n"
-        # another client has its own allowance; the probes are not limited
-        other = bearer_rpc(port, called("echo", {"text": "y"}), "two")
-        assert other.status_code == 200
+        # a client at another address has its own allowance; the probes are not limited
+        other_address = httpx2.HTTPTransport(local_address="127.0.0.2")
+        with httpx2.Client(transport=other_address, timeout=60) as other:
+            answered = other.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json=called("echo", {"text": "y"}),
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+        assert answered.status_code == 200
         assert probe(port, "/readyz").status_code == 200
     finally:
         stop(process, said)
