@@ -22,14 +22,11 @@ the bundled drivers installed (as ``scripts/bench.py`` sets up ``.venvs/bench``)
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import urllib.request
@@ -41,14 +38,12 @@ from typing import Any
 import anyio
 import httpx2
 from _bench import emit
+from _haproxy import configuration, haproxy
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "scripts" / "demo" / "data"
-CACHE = Path.home() / ".cache" / "mcs-host" / "haproxy"
-PACKAGES = ("haproxy", "liblua5.3-0", "libopentracing-c-wrapper0", "libopentracing1")
-"""HAProxy's Debian package and the libraries it needs that a slim system lacks."""
 ARGUMENTS = {"path": "sales.csv"}
 
 PLAIN = """\
@@ -81,25 +76,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def haproxy() -> tuple[list[str], dict[str, str], str]:
-    """The HAProxy command, its environment and where it came from."""
-    found = shutil.which("haproxy")
-    if found is not None:
-        return [found], dict(os.environ), f"{found} (on PATH)"
-    binary = CACHE / "usr" / "sbin" / "haproxy"
-    if not binary.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as downloads:
-            subprocess.run(
-                ["apt-get", "download", *PACKAGES], cwd=downloads, check=True, capture_output=True
-            )
-            for package in Path(downloads).glob("*.deb"):
-                subprocess.run(["dpkg", "-x", str(package), str(CACHE)], check=True)
-    libraries = CACHE / "usr" / "lib" / "x86_64-linux-gnu"
-    env = {**os.environ, "LD_LIBRARY_PATH": str(libraries)}
-    return [str(binary)], env, f"Debian's package, unpacked in {CACHE}"
 
 
 def version(command: list[str], env: dict[str, str]) -> str:
@@ -165,39 +141,8 @@ def balancer(
     processes: Processes, command: list[str], env: dict[str, str], ports: Sequence[int], where: Path
 ) -> Balancer:
     port = free_port()
-    servers = "\n".join(
-        f"    server r{n} 127.0.0.1:{p} check" for n, p in enumerate(ports, start=1)
-    )
     config = where / f"haproxy-{port}.cfg"
-    config.write_text(
-        textwrap.dedent(
-            f"""\
-            global
-                log stderr format raw local0 info
-            defaults
-                mode http
-                log global
-                option log-health-checks
-                timeout connect 2s
-                timeout client 120s
-                timeout server 120s
-                retries 3
-                option redispatch
-                option http-buffer-request
-                retry-on conn-failure empty-response
-            frontend mcp
-                bind 127.0.0.1:{port}
-                default_backend replicas
-            backend replicas
-                balance roundrobin
-                option httpchk GET /readyz
-                http-check expect status 200
-                default-server inter 250ms fall 2 rise 1
-            """
-        )
-        + servers
-        + "\n"
-    )
+    config.write_text(configuration(port, ports))
     process = processes.start(
         [*command, "-db", "-f", str(config)],
         env=env,

@@ -6,11 +6,13 @@ call in flight finish and exits 0."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import queue
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from distbuild import Venv, build_wheel, free_port, uv_pip, wait_for_port
+from distbuild import ROOT, Venv, build_wheel, free_port, uv_pip, wait_for_port
 from hostrun import driver_project, entry, pin, write_registry
 from scenes import Scene
 
@@ -535,3 +537,69 @@ def test_the_json_log_has_a_line_per_request_and_per_call_joined_by_the_request_
     assert requests[generated]["status"] == 401  # a refused request is logged too
     assert len(generated) == 32
     assert all(isinstance(line["time"], float) for line in logged)
+
+
+@pytest.fixture(scope="module")
+def load_balancer() -> tuple[list[str], dict[str, str], Any]:
+    """HAProxy (scripts/_haproxy.py: the one on PATH, else Debian's package, fetched and
+    unpacked) and the module that writes its configuration."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        module = importlib.import_module("_haproxy")
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    try:
+        command, env, _ = module.haproxy()
+    except FileNotFoundError as exc:
+        pytest.skip(f"no load balancer here: {exc}")
+    return command, env, module
+
+
+@pytest.mark.network  # Debian's package, when no haproxy is installed
+def test_two_stateless_replicas_behind_haproxy_serve_through_a_rolling_stop(
+    scene: ReplicaScene,
+    load_balancer: tuple[list[str], dict[str, str], Any],
+    tmp_path: Path,
+) -> None:
+    command, env, module = load_balancer
+    ports = [free_port(), free_port()]
+    replicas = [scene.serve(port, "--stateless") for port in ports]
+    front = free_port()
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(module.configuration(front, ports))
+    balancer = subprocess.Popen(
+        [*command, "-db", "-f", str(config)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(front, balancer)
+
+        async def calls(count: int) -> list[Any]:
+            async with httpx2.AsyncClient(timeout=60) as http:
+                url = f"http://127.0.0.1:{front}/mcp"
+                transport = streamable_http_client(url, http_client=http)
+                async with Client(transport, read_timeout_seconds=60) as client:
+                    return [
+                        await client.call_tool("echo", {"text": f"call {n}"}) for n in range(count)
+                    ]
+
+        before = anyio.run(calls, 6)
+        assert not any(result.is_error for result in before)
+        answered = {result.structured_content["pid"] for result in before}
+        # round robin: both replicas answered one client
+        assert len(answered) == 2
+        # a rolling update stops one replica: every call after it still succeeds, on the other
+        stopped = replicas[1][0]
+        stopped.terminate()
+        assert stopped.wait(timeout=60) == 0
+        after = anyio.run(calls, 6)
+        assert not any(result.is_error for result in after)
+        assert len({result.structured_content["pid"] for result in after}) == 1
+    finally:
+        balancer.terminate()
+        balancer.wait(timeout=60)
+        for process, lines in replicas:
+            stop(process, lines)
