@@ -133,7 +133,8 @@ def serve_command(
         str | None,
         typer.Option(
             "--rate-limit",
-            help="COUNT/SECONDS: each client (its bearer token, else its address) may make "
+            help="COUNT/SECONDS: each client (its bearer token where one is required, else "
+            "its address) may make "
             "COUNT requests to --http's /mcp per SECONDS; past that it is answered 429 with "
             "Retry-After.",
             metavar="COUNT/SECONDS",
