@@ -239,6 +239,7 @@ from .bridge.client import (
 from .bridge.isolation import (
     IsolatedDriver as IsolatedDriver,
 )
+from .bridge.oauth import Grants as Grants
 from .bridge.server import (
     mcp_server as mcp_server,
 )
@@ -258,6 +259,7 @@ from .loading.config_schema import (
     DriverSettings as DriverSettings,
     HostConfig as HostConfig,
     MCPServerSettings as MCPServerSettings,
+    OAuthSettings as OAuthSettings,
     ProcessLimits as ProcessLimits,
     ServeSettings as ServeSettings,
     TrustSettings as TrustSettings,

@@ -1,7 +1,8 @@
 """The MCP server over streamable HTTP, and who it admits: Host and Origin checked against
 allow-lists (DNS rebinding), bodies bounded, and with a token, :class:`BearerGate` in front of
-it all but the health probes; a stateless app any replica of a deployment answers alike
-(:mod:`.readiness` for the probes)."""
+it all but the health probes, or with an identity provider, the ``mcp`` SDK's bearer
+authentication with :mod:`.oauth`'s verifier; a stateless app any replica of a deployment
+answers alike (:mod:`.readiness` for the probes)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from .logs import JSONLog
     from .metrics import Metrics
+    from .oauth import OAuth
     from .readiness import Readiness
 
 __all__: list[str] = []  # for serve
@@ -46,6 +48,7 @@ def http_app(
     metrics: Metrics | None = None,
     rate_limit: tuple[int, float] | None = None,
     log: JSONLog | None = None,
+    oauth: OAuth | None = None,
 ) -> ASGIApp:
     """``server`` as a streamable HTTP application (at ``/mcp``): a request whose Host is not
     in ``allowed_hosts`` is answered 421, one with an Origin not in ``allowed_origins`` 403
@@ -55,7 +58,11 @@ def http_app(
     With ``readiness``, ``/healthz`` and ``/readyz`` answer probes, token or not; with
     ``metrics``, ``/metrics`` answers with the token; with ``rate_limit`` (count, seconds),
     each client's requests to ``/mcp`` past it are answered 429 (:mod:`.metrics`); with
-    ``log``, each request gets an id and a JSON line, refused ones too (:mod:`.logs`)."""
+    ``log``, each request gets an id and a JSON line, refused ones too (:mod:`.logs`). With
+    ``oauth`` instead of ``token``, ``/mcp`` needs a token of its identity provider (401 with
+    ``WWW-Authenticate`` naming the RFC 9728 metadata, which this app serves; 403 without the
+    scopes every token needs), ``/metrics`` one with its metrics scope, and a client of the
+    rate limit is the token's subject."""
     from mcp.server.transport_security import (  # noqa: PLC0415 - the mcp extra
         TransportSecuritySettings,
     )
@@ -65,22 +72,65 @@ def http_app(
         allowed_hosts=list(allowed_hosts),
         allowed_origins=list(allowed_origins),
     )
+    if oauth is not None and token is not None:
+        raise ValueError("a server admits one bearer token or an identity provider's, not both")
+    metrics_route = metrics.route() if metrics is not None else None
+    if metrics_route is not None and oauth is not None:
+        metrics_route = _guarded(metrics_route, oauth.settings.metrics_scope, oauth)
     app = server.streamable_http_app(
         transport_security=security,
         max_request_body_size=MAX_BODY,
         stateless_http=stateless,
         json_response=stateless,
+        auth=oauth.auth_settings() if oauth is not None else None,
+        token_verifier=oauth.verifier if oauth is not None else None,
         custom_starlette_routes=[
             *(readiness.routes() if readiness is not None else ()),
-            *((metrics.route(),) if metrics is not None else ()),
+            *((metrics_route,) if metrics_route is not None else ()),
         ],
     )
     served: ASGIApp = app
-    if rate_limit is not None:
+    if oauth is not None:
+        _list_scopes(app, oauth)
+        if rate_limit is not None:  # inside the SDK's authentication: it knows the subject
+            from starlette.middleware import Middleware  # noqa: PLC0415 - the mcp extra
+
+            app.user_middleware.append(Middleware(RateLimit, *rate_limit, by_token=False))
+    elif rate_limit is not None:
         served = RateLimit(app, *rate_limit, by_token=token is not None)
     if token is not None:
         served = BearerGate(served, token, open_paths=PROBES if readiness is not None else ())
     return served if log is None else AccessLog(served, log)
+
+
+def _guarded(route: Any, scope: str, oauth: OAuth) -> Any:
+    """``route`` answered only with a valid token that carries ``scope``."""
+    from mcp.server.auth.middleware.bearer_auth import (  # noqa: PLC0415 - the mcp extra
+        RequireAuthMiddleware,
+    )
+    from mcp.server.auth.routes import build_resource_metadata_url  # noqa: PLC0415
+    from starlette.routing import Route  # noqa: PLC0415
+
+    metadata = build_resource_metadata_url(oauth.auth_settings().resource_server_url)  # type: ignore[arg-type]
+    guarded = RequireAuthMiddleware(route.app, [scope], metadata)
+    return Route(route.path, endpoint=guarded, methods=["GET"])
+
+
+def _list_scopes(app: Any, oauth: OAuth) -> None:
+    """Make the RFC 9728 metadata ``app`` serves list every scope the server reads (the
+    SDK's lists those every token needs only), so a client knows what to ask for."""
+    from mcp.server.auth.routes import create_protected_resource_routes  # noqa: PLC0415
+
+    settings = oauth.auth_settings()
+    own = create_protected_resource_routes(
+        settings.resource_server_url,  # type: ignore[arg-type]
+        [settings.issuer_url],
+        scopes_supported=oauth.scopes,
+        resource_name="mcs-host",
+    )
+    paths = {route.path for route in own}
+    routes = app.router.routes
+    routes[:] = [*own, *(route for route in routes if getattr(route, "path", None) not in paths)]
 
 
 class BearerGate:

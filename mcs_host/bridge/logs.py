@@ -3,7 +3,8 @@ HTTP request and each tool call, joined by a request id.
 
 A request's id is the ``X-Request-Id`` its load balancer or client sent (up to 128 printable
 characters), else a new one (32 hex digits); the response carries it back in the same header.
-A tool call served while a request is answered names that request's id.
+A tool call served while a request is answered names that request's id. Behind an identity
+provider, both lines name the subject of the request's token.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, TextIO
+
+from .oauth import caller
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,10 +45,11 @@ class JSONLog:
         stream.write(json.dumps({**line, **fields}, default=str) + "\n")
         stream.flush()
 
-    def call(self, tool: str, failed: bool, seconds: float) -> None:
-        """A tool call's line."""
+    def call(self, tool: str, failed: bool, seconds: float, caller: str | None = None) -> None:
+        """A tool call's line; ``caller``: the subject of the token it came with."""
         outcome = "failed" if failed else "ok"
-        self.write("tool_call", tool=tool, outcome=outcome, seconds=round(seconds, 6))
+        who = {"subject": caller} if caller is not None else {}
+        self.write("tool_call", tool=tool, outcome=outcome, seconds=round(seconds, 6), **who)
 
 
 class AccessLog:
@@ -80,6 +84,7 @@ class AccessLog:
             await self._app(scope, receive, tagged)
         finally:
             client: Any = scope.get("client") or ("", 0)
+            access = getattr(scope.get("user"), "access_token", None)  # the SDK's, once checked
             self._log.write(
                 "http_request",
                 method=scope["method"],
@@ -87,6 +92,7 @@ class AccessLog:
                 status=status,
                 seconds=round(time.perf_counter() - started, 6),
                 client=client[0],
+                **({"subject": caller(access)} if access is not None else {}),
             )
             _REQUEST_ID.reset(token)
 

@@ -5,13 +5,15 @@ The metrics: ``mcs_host_tool_calls_total`` by tool and outcome (``ok``, ``failed
 seconds each call took by tool (``mcs_host_tool_call_seconds``), and the fingerprint served
 (``mcs_host_stack_info``, 1, with the fingerprint and whether it is the expected one). A tool
 name no tool has counts as ``(unknown)``, so clients cannot grow the label set. ``/metrics``
-needs the bearer token like ``/mcp``: the metrics name the tools.
+needs the bearer token like ``/mcp`` (behind an identity provider, a token with the metrics
+scope): the metrics name the tools.
 
 :class:`RateLimit` lets each client (its bearer token, else its address) make ``count``
 requests to ``/mcp`` per ``seconds``, as a token bucket that refills evenly; past that a
 request is answered 429 with ``Retry-After``, the whole seconds until it may try again. A
 client is its bearer token only where the server checks one: elsewhere any header can be
-sent, so a client is its address.
+sent, so a client is its address. Behind an identity provider (:mod:`.oauth`), a client is
+its token's subject, however many tokens it gets.
 """
 
 from __future__ import annotations
@@ -143,8 +145,13 @@ class RateLimit:
 
 
 def _client(scope: Scope, by_token: bool) -> bytes:
-    """Who a request comes from: a digest of its (checked) bearer credentials, else its
-    address."""
+    """Who a request comes from: the subject of its identity provider's token, a digest of
+    its (checked) bearer credentials, else its address."""
+    token = getattr(scope.get("user"), "access_token", None)  # set by the SDK's authentication
+    if token is not None:
+        from .oauth import caller  # noqa: PLC0415
+
+        return b"s" + caller(token).encode("utf-8", "surrogatepass")
     for name, value in scope.get("headers") or () if by_token else ():
         if name.lower() == b"authorization":
             return b"t" + hashlib.sha256(value).digest()

@@ -20,6 +20,11 @@ reads structured content, so it gets each result once (structured content alone,
 as its text), and a result bigger than its bound is not sent; the call fails, naming the bound.
 While a call is served, consent may ask the client's user (:mod:`.elicitation`).
 
+Behind an identity provider (:mod:`.oauth`), a client lists only the tools its token's scopes
+grant, and a call of any other is denied before consent is asked, saying which scopes would
+grant it; each call carries the token's subject as its ``caller``, which consent and the audit
+see.
+
 Served over streamable HTTP by :mod:`.http`.
 """
 
@@ -39,10 +44,14 @@ from ._shapes import LINK_KEY, META_KEY, RESULT_KEY, megabytes
 from .elicitation import Asker, asking
 
 if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
     from mcp.server.lowlevel import Server
 
     from mcs_host.contract import Tool
+    from mcs_host.orchestration.calls import ToolCall
     from mcs_host.orchestration.orchestrator import Orchestrator
+
+    from .oauth import Grants
 
 __all__ = ["mcp_server"]  # http_app and its checks: for serve
 
@@ -77,10 +86,13 @@ def mcp_server(
     name: str = "mcs-host",
     model: str | None = None,
     instructions: str = "native",
-    observe: Callable[[str, bool, float], None] | None = None,
+    observe: Callable[[str, bool, float, str | None], None] | None = None,
+    grants: Grants | None = None,
 ) -> Server[Any]:
     """An MCP server (the SDK's low-level ``Server``) offering the tools of ``stack``;
-    ``observe`` is told of each call: the tool's name, whether it failed, its seconds.
+    ``observe`` is told of each call: the tool's name, whether it failed, its seconds, who
+    called it. With ``grants``, a request's access token (the SDK's authentication's) lists
+    and calls only the tools its scopes grant.
 
     ``records`` are the load report's mounts: their trust facts go into each tool's
     ``_meta``. ``instructions`` says what the server's instructions are: ``native`` (the
@@ -98,8 +110,11 @@ def mcp_server(
 
     async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
         tools = []
+        scopes = _scopes(_token(context))
         for tool in stack.list_tools():
             label, own_name = stack.route(tool.name)
+            if grants is not None and not grants.permits(scopes, label, tool.name):
+                continue
             meta = {"label": label, "tool": own_name, **facts.get(label, {})}
             tools.append(
                 types.Tool(
@@ -128,11 +143,15 @@ def mcp_server(
             loop.call_soon_threadsafe(send)  # a driver reports from its worker thread too
 
         asker = Asker.of(context, params.input_responses)
+        token = _token(context)
+        caller = _caller(token)
+        granted = _granted(stack, grants, token, caller) if grants is not None else None
         started = time.perf_counter()
         with asking(asker, loop), progress_to(report):
-            response = await stack.aexecute(_detection(params.name, params.arguments or {}))
+            detection = _detection(params.name, params.arguments or {}, caller)
+            response = await stack.aexecute(detection, granted)
         if observe is not None:
-            observe(params.name, response.call_failed, time.perf_counter() - started)
+            observe(params.name, response.call_failed, time.perf_counter() - started, caller)
         if asker is not None and asker.asked:  # nothing ran: the retry brings the answer
             return types.InputRequiredResult(input_requests=dict(asker.asked))
         if response.call_failed:
@@ -229,11 +248,48 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _detection(name: str, arguments: Mapping[str, Any]) -> Any:
+def _detection(name: str, arguments: Mapping[str, Any], caller: str | None) -> Any:
     """One call as the orchestrator's consent seam takes it."""
     from mcs_host.orchestration.calls import Detection, ToolCall  # noqa: PLC0415
 
-    return Detection((ToolCall(name, dict(arguments)),), "text", "mcp")
+    return Detection((ToolCall(name, dict(arguments), caller=caller),), "text", "mcp")
+
+
+def _token(context: Any) -> AccessToken | None:
+    """The access token the request being answered came with, once the SDK checked it."""
+    scope = getattr(getattr(context, "request", None), "scope", None)
+    user = scope.get("user") if isinstance(scope, Mapping) else None
+    token: AccessToken | None = getattr(user, "access_token", None)
+    return token
+
+
+def _scopes(token: AccessToken | None) -> tuple[str, ...]:
+    return tuple(token.scopes) if token is not None else ()
+
+
+def _caller(token: AccessToken | None) -> str | None:
+    from .oauth import caller  # noqa: PLC0415
+
+    return caller(token) if token is not None else None
+
+
+def _granted(
+    stack: Orchestrator, grants: Grants, token: AccessToken | None, caller: str | None
+) -> Callable[[ToolCall], bool | str]:
+    """Consent that denies a call of a tool ``token``'s scopes do not grant; it sees the
+    call under the name its tool is offered as (a tool's own name already resolved)."""
+    scopes = _scopes(token)
+    who = f"the token of {caller!r}" if caller is not None else "a request without a token"
+
+    def granted(call: ToolCall) -> bool | str:
+        label, _ = stack.route(call.name)
+        if grants.permits(scopes, label, call.name):
+            return True
+        needed = grants.needed(label, call.name)
+        grant = f"it needs scope {' or '.join(needed)}" if needed else "no scope grants it"
+        return f"{who} is not granted {call.name!r}: {grant}"
+
+    return granted
 
 
 def _facts(record: MountFacts) -> dict[str, Any]:

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 
     from mcs_host.bridge.logs import JSONLog
     from mcs_host.bridge.metrics import Metrics
+    from mcs_host.bridge.oauth import OAuth
     from mcs_host.bridge.readiness import Readiness
-    from mcs_host.loading.config_schema import HostConfig, ProcessLimits
+    from mcs_host.loading.config_schema import HostConfig, OAuthSettings, ProcessLimits
     from mcs_host.loading.records import LoadReport
     from mcs_host.orchestration.orchestrator import Orchestrator
 
@@ -214,9 +215,11 @@ def serve_command(
     limit = _rate(rate_limit) if rate_limit is not None else None
     environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
     settings = _isolated_config(labels or ()) if isolated else options.host_config()
+    oauth: OAuth | None = None
     if address is not None:
         admission = _admission(address, settings, admitting, environ_token)
         expected = _expected(expect_fingerprint, settings)
+        oauth = _oauth(admission, log_json)
     from .drivers import loaded_or_exit
 
     # the console script has pointed descriptor 1 at stderr for good already; in-process
@@ -238,6 +241,7 @@ def serve_command(
             model=model,
             instructions=instructions,
             observe=watched.observe if watched is not None else None,
+            grants=oauth.grants if oauth is not None else None,
         )
         unserved = _unserved(report, again) if not report.ok else []
         if unserved:  # the client gets what mounted, and is told what did not
@@ -254,7 +258,10 @@ def serve_command(
         _serve_stdio(server, child=isolated, tools=count)
     else:
         assert watched is not None
-        _serve_http(server, *address, admission, _Replica(stateless, drain, watched, limit))
+        if oauth is not None:
+            _say_ungranted(oauth, loaded.driver)
+        replica = _Replica(stateless, drain, watched, limit)
+        _serve_http(server, *address, admission, replica, oauth)
 
 
 def _unserved(report: LoadReport, again: str) -> list[str]:
@@ -484,11 +491,11 @@ class _Watched:
     metrics: Metrics
     log: JSONLog | None
 
-    def observe(self, tool: str, failed: bool, seconds: float) -> None:
+    def observe(self, tool: str, failed: bool, seconds: float, caller: str | None) -> None:
         """Count a tool call, and log it."""
         self.metrics.observe(tool, failed, seconds)
         if self.log is not None:
-            self.log.call(tool, failed, seconds)
+            self.log.call(tool, failed, seconds, caller)
 
 
 @dataclass(frozen=True)
@@ -531,7 +538,12 @@ def _rate(value: str) -> tuple[int, float]:
 
 
 def _serve_http(
-    server: Server[Any], host: str, port: int, admission: Admission, replica: _Replica
+    server: Server[Any],
+    host: str,
+    port: int,
+    admission: Admission,
+    replica: _Replica,
+    oauth: OAuth | None,
 ) -> None:
     """Serve until SIGINT or SIGTERM: uvicorn stops accepting, lets the calls in flight
     finish for ``replica.drain`` seconds, and the signal it passes on then ends the process
@@ -554,9 +566,12 @@ def _serve_http(
         metrics=replica.watched.metrics,
         rate_limit=replica.rate_limit,
         log=replica.watched.log,
+        oauth=oauth,
     )
     shown = f"[{host}]" if ":" in host else host
     how = "a bearer token required" if admission.token is not None else "no token"
+    if oauth is not None:
+        how = f"access tokens of {oauth.settings.issuer} for {oauth.settings.resource} required"
     mode = ", stateless" if replica.stateless else ""
     for line in replica.watched.readiness.serves.lines():
         typer.echo(line, err=True)
@@ -602,11 +617,47 @@ def _expected(option: str | None, settings: HostConfig) -> str | None:
 
 @dataclass(frozen=True)
 class Admission:
-    """Who ``serve --http`` admits: the Host and Origin values, and the bearer token."""
+    """Who ``serve --http`` admits: the Host and Origin values, and the bearer token or the
+    identity provider whose tokens it takes."""
 
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
     token: bytes | None
+    oauth: OAuthSettings | None = None
+
+
+def _oauth(admission: Admission, log_json: bool) -> OAuth | None:
+    """The identity provider's keys read, when ``[serve.oauth]`` names one; or exit 2 saying
+    why they cannot be. A refused token's reason goes to stderr (a JSON line with
+    ``--log-json``)."""
+    if admission.oauth is None:
+        return None
+    from mcs_host.bridge.logs import JSONLog
+    from mcs_host.bridge.oauth import OAuth
+
+    log = JSONLog() if log_json else None
+
+    def refused(reason: str) -> None:
+        if log is not None:
+            log.write("token_refused", reason=reason)
+        else:
+            typer.echo(f"mcs-host: a bearer token was refused: {reason}", err=True)
+
+    try:
+        return OAuth.start(admission.oauth, refused=refused)
+    except ValueError as exc:
+        fail(f"[serve.oauth] cannot read the identity provider's keys: {exc}")
+
+
+def _say_ungranted(oauth: OAuth, stack: Orchestrator) -> None:
+    """Warn of each ``[serve.oauth] grants`` entry that names nothing served."""
+    tools = stack.list_tools()
+    labels = {stack.route(tool.name)[0] for tool in tools}
+    for entry in oauth.grants.unknown(labels, [tool.name for tool in tools]):
+        typer.echo(
+            f"warning: [serve.oauth] grants {entry}: no label or tool served has that name",
+            err=True,
+        )
 
 
 def _admission(
@@ -628,6 +679,19 @@ def _admission(
     origins = tuple(some_origins) if some_origins else configured.allowed_origins
     if no_auth and token_file is not None:
         fail("--no-auth and --token-file contradict each other: give one of them")
+    oauth = configured.oauth
+    tokens = {
+        "--no-auth": no_auth,
+        "--token-file": token_file is not None,
+        f"${TOKEN_VARIABLE}": environ_token is not None,
+        "[serve] token_file": configured.token_file is not None,
+    }
+    other = next((name for name, given in tokens.items() if given), None)
+    if oauth is not None and other is not None:
+        fail(
+            f"[serve.oauth] and {other} contradict each other: a server takes its identity "
+            "provider's tokens or one token; remove one of them"
+        )
     try:
         bridge.check_allowed(hosts, origins)
         if no_auth:  # a token the environment or [serve] gives is not read, nor used
@@ -646,7 +710,7 @@ def _admission(
     where = f"--http {host}:{port}"
     if bridge.is_loopback(host):
         hosts, origins = (*bridge.LOOPBACK_HOSTS, *hosts), (*bridge.LOOPBACK_ORIGINS, *origins)
-    elif token is None and not no_auth:
+    elif token is None and oauth is None and not no_auth:
         fail(
             f"{where} is not a loopback address: give the bearer token every request must "
             f"carry with --token-file FILE (or ${TOKEN_VARIABLE}, or [serve] token_file), or "
@@ -664,7 +728,7 @@ def _admission(
             "every tool",
             err=True,
         )
-    return Admission(hosts, origins, token)
+    return Admission(hosts, origins, token, oauth)
 
 
 def _example(host: str) -> str:

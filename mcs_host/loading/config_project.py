@@ -209,6 +209,7 @@ _PROJECT_KEYS: dict[str, _Rule] = {
     "serve.allowed_origins": _approval("which web pages reach serve --http"),
     "serve.token_file": _approval("a token the file's writer knows would admit them"),
     "serve.fingerprint": _approval("which stack a replica of serve --http is ready with"),
+    "serve.oauth": _approval("whose tokens admit to serve --http, and to which tools"),
     # not settings
     "source": _approval("not a setting: the host records where it read the configuration"),
     "notes": _approval("not a setting: the host records what it ignored"),

@@ -6,6 +6,9 @@ first used (``defer_build``), not when this module is imported: a command that r
 configuration (``init``, ``install``) builds none (about 25 ms). Where the settings come from
 and in which order is :mod:`.config`; what a project file may set before approval is
 :mod:`.config_project`. This module imports neither.
+
+One module: the tables nest in one another, and the configuration reference and the
+project-file rules are checked against the whole schema at once.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = [
     "DriverSettings",
     "HostConfig",
     "MCPServerSettings",
+    "OAuthSettings",
     "ProcessLimits",
     "ServeSettings",
     "TrustSettings",
@@ -211,6 +215,48 @@ class MCPServerSettings(_Strict):
         return command_line(self.command, self.args)
 
 
+class OAuthSettings(_Strict):
+    """``serve --http`` as an OAuth resource server: ``[serve.oauth]``. Each request carries
+    a JWT access token of the identity provider ``issuer``, for the audience ``resource``;
+    ``grants`` maps the token's scopes to the labels and tools it may call."""
+
+    issuer: str = Field(
+        description='The identity provider\'s issuer URL, as its tokens name it ("iss"); its '
+        "keys come from the jwks_uri of its discovery document.",
+    )
+    resource: str = Field(
+        description="This server's URL as clients reach it (https://mcp.example/mcp): the "
+        'audience ("aud") each token must name (RFC 8707).',
+    )
+    jwks_uri: str | None = Field(
+        default=None, description="Where the issuer's public keys are; unset: from discovery."
+    )
+    scopes: tuple[str, ...] = Field(
+        default=(), description="Scopes every token must carry, whatever it calls."
+    )
+    grants: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description='Scope -> the labels and tool names a token with it may list and call ("*": '
+        "all). Unset: a valid token may call every tool.",
+    )
+    metrics_scope: str = Field(
+        default="mcs-host:metrics", description="The scope a token needs to read /metrics."
+    )
+    leeway: int = Field(
+        default=30, ge=0, le=300, description="Seconds of clock skew allowed on exp, nbf, iat."
+    )
+
+    @field_validator("issuer", "resource", "jwks_uri")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        from mcs_host.bridge.oauth import url_problem  # noqa: PLC0415 - only when set
+
+        problem = None if value is None else url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+
 class ServeSettings(_Strict):
     """How ``mcs-host serve --http`` admits requests: ``[serve]``. On a loopback address only
     local clients reach it; on any other, Host and Origin must be allowed here and each
@@ -236,6 +282,10 @@ class ServeSettings(_Strict):
         pattern=r"^sha256:[0-9a-f]{64}$",
         description="The fingerprint (/readyz shows it) every replica must serve: one that "
         "serves other drivers, versions, files or tools stays alive but not ready.",
+    )
+    oauth: OAuthSettings | None = Field(
+        default=None,
+        description="Admit JWT access tokens of an identity provider instead of one token.",
     )
 
 

@@ -79,10 +79,21 @@ class ToolCall:
     texts: Mapping[str, str] | None = None
     """Arguments written as bare text and read as JSON (``42``, ``true``, ``[1]``): the text
     as written, which a tool whose schema wants a string for them gets instead."""
+    caller: str | None = None
+    """Who asked for it, when the host knows: the subject of the access token a call served
+    over HTTP came with (``serve --http`` behind an identity provider)."""
 
     def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
         """The same call with other arguments (a consent step that edits the call)."""
-        return ToolCall(self.name, dict(arguments), self.id, self.family, self.healed, self.problem)
+        return ToolCall(
+            self.name,
+            dict(arguments),
+            self.id,
+            self.family,
+            self.healed,
+            self.problem,
+            caller=self.caller,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,7 +135,7 @@ class BaseExecution:
         """What consent's ``verdict`` on ``call`` leaves to run: the call, an edited call
         (checked like the model's), or a denial."""
         if isinstance(verdict, ToolCall):  # an edited call is checked like the model's
-            verdict = self._offered(verdict)
+            verdict = self._offered(replace(verdict, caller=call.caller))  # a fact, not edited
             edited = self.table.routes.get(verdict.name)
             if edited is None:
                 return _Failure(verdict.name, f"unknown tool {verdict.name!r}")

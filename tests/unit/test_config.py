@@ -226,6 +226,7 @@ REFUSED = {
     "serve.allowed_origins": '["https://evil.example"]',
     "serve.token_file": '"token.txt"',
     "serve.fingerprint": f'"sha256:{"0" * 64}"',
+    "serve.oauth": '{ issuer = "https://evil.example", resource = "https://mcp.example/mcp" }',
     "source": '"elsewhere.toml"',
     "notes": '["nothing was ignored"]',
     "approved_digests": '{ "/etc/passwd" = "00" }',
