@@ -8,7 +8,10 @@ demo data); the plain server is the SDK's ``MCPServer`` with a ``stat`` tool of 
 stateless by uvicorn. ``--sessions`` clients of the SDK (``Client`` over streamable HTTP, in
 this process, on one event loop) call ``stat`` as fast as they are answered for ``--seconds``:
 first the plain server directly, then HAProxy in front of 1, 2 and 3 replicas (round robin,
-health check ``GET /readyz``). The figures are calls per second, their ratio to the plain
+health check ``GET /readyz``), then of 1 replica behind ``[serve.oauth]``: each request's JWT
+access token (RS256) checked against an issuer's keys, which a small issuer in this process
+publishes (discovery and JWKS; the keys are read once, so the issuer is off the request
+path, as a real provider is). The figures are calls per second, their ratio to the plain
 server's in the same run, failed calls, and the median and 99th percentile latency. Then,
 with 2 replicas, one gets SIGTERM halfway through: the calls that failed, and the time until
 HAProxy marked it down. On a machine with few cores the replicas, HAProxy and the clients
@@ -138,9 +141,14 @@ class Balancer:
 
 
 def balancer(
-    processes: Processes, command: list[str], env: dict[str, str], ports: Sequence[int], where: Path
+    processes: Processes,
+    command: list[str],
+    env: dict[str, str],
+    ports: Sequence[int],
+    where: Path,
+    port: int | None = None,
 ) -> Balancer:
-    port = free_port()
+    port = port or free_port()
     config = where / f"haproxy-{port}.cfg"
     config.write_text(configuration(port, ports))
     process = processes.start(
@@ -171,9 +179,12 @@ class Load:
     errors: list[str] = field(default_factory=list)
 
 
-async def drive(port: int, sessions: int, seconds: float, halfway: Any = None) -> Load:
-    """``sessions`` clients calling ``stat`` on ``port`` for ``seconds``; ``halfway()``
-    is called once, halfway through."""
+async def drive(
+    port: int, sessions: int, seconds: float, halfway: Any = None, token: str | None = None
+) -> Load:
+    """``sessions`` clients calling ``stat`` on ``port`` for ``seconds``, with ``token`` as
+    their bearer; ``halfway()`` is called once, halfway through."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
     load = Load()
     url = f"http://127.0.0.1:{port}/mcp"
     started = time.monotonic()
@@ -181,7 +192,7 @@ async def drive(port: int, sessions: int, seconds: float, halfway: Any = None) -
 
     async def one() -> None:
         async with (
-            httpx2.AsyncClient(timeout=120) as http,
+            httpx2.AsyncClient(timeout=120, headers=headers) as http,
             Client(
                 streamable_http_client(url, http_client=http), read_timeout_seconds=120
             ) as client,
@@ -226,16 +237,92 @@ def row(name: str, load: Load, seconds: float, plain_rate: float | None) -> str:
     return f"| {name} | {rate:.0f} | {ratio} | {load.failed} | {p50:.1f} ms | {p99:.1f} ms |"
 
 
-def write_config(directory: Path) -> Path:
-    """A configuration mounting only the bundled files driver on the demo data."""
-    path = directory / "replica.toml"
-    path.write_text(
+def write_config(directory: Path, oauth: tuple[str, str] | None = None) -> Path:
+    """A configuration mounting only the bundled files driver on the demo data; with
+    ``oauth`` (issuer, resource), admitting that issuer's tokens for that resource."""
+    path = directory / ("replica.toml" if oauth is None else "replica-oauth.toml")
+    text = (
         f"registries = [{str(ROOT / 'registry.json')!r}]\n"
         "autoload = false\n"
         "[drivers.files]\n"
         f"settings = {{ root = {str(DATA)!r} }}\n"
     )
+    if oauth is not None:
+        text += f"[serve.oauth]\nissuer = {oauth[0]!r}\nresource = {oauth[1]!r}\n"
+    path.write_text(text)
     return path
+
+
+class Issuer:
+    """An identity provider's published documents (discovery, JWKS) on loopback, and its
+    signing key: enough for a resource server, which reads them once."""
+
+    def __init__(self) -> None:
+        import json  # noqa: PLC0415
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: PLC0415
+
+        from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
+        from jwt.algorithms import RSAAlgorithm  # noqa: PLC0415
+
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
+        jwks = {"keys": [{**public, "kid": "bench", "alg": "RS256", "use": "sig"}]}
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        documents = {
+            "/.well-known/openid-configuration": {
+                "issuer": self.url,
+                "jwks_uri": f"{self.url}/jwks",
+            },
+            "/jwks": jwks,
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                document = documents.get(self.path)
+                body = json.dumps(document).encode()
+                self.send_response(200 if document is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server.RequestHandlerClass = Handler
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def token(self, resource: str) -> str:
+        """An access token for ``resource``, valid for an hour."""
+        import jwt  # noqa: PLC0415
+
+        now = int(time.time())
+        claims = {"iss": self.url, "aud": resource, "sub": "bench", "iat": now, "exp": now + 3600}
+        return jwt.encode(claims, self.key, "RS256", {"kid": "bench", "typ": "at+jwt"})
+
+
+def oauth_row(
+    processes: Processes,
+    haproxy_run: tuple[list[str], dict[str, str]],
+    where: Path,
+    args: argparse.Namespace,
+    plain_rate: float,
+) -> str:
+    """The row of HAProxy in front of one replica behind ``[serve.oauth]``."""
+    issuer = Issuer()
+    front_port = free_port()
+    resource = f"http://127.0.0.1:{front_port}/mcp"
+    try:
+        ports = [replica(processes, write_config(where, (issuer.url, resource)))[1]]
+        front = balancer(processes, *haproxy_run, ports, where, front_port)
+        token = issuer.token(resource)
+        load = anyio.run(drive, front.port, args.sessions, args.seconds, None, token)
+    finally:
+        processes.end()
+        issuer.server.shutdown()
+    name = "HAProxy, 1 replica of `serve --http --stateless` with `[serve.oauth]`"
+    return row(name, load, args.seconds, plain_rate)
 
 
 def main() -> int:
@@ -279,6 +366,8 @@ def main() -> int:
                 name = f"HAProxy, {replicas} of `serve --http --stateless`"
                 markdown.append(row(name, load, args.seconds, plain_rate))
                 processes.end()
+            # one replica behind [serve.oauth]: a JWT checked on every request
+            markdown.append(oauth_row(processes, (command, env), where, args, plain_rate))
             # a rolling update: SIGTERM one of two replicas halfway through
             started = [replica(processes, config) for _ in range(2)]
             front = balancer(processes, command, env, [p for _, p in started], where)
