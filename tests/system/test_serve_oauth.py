@@ -22,10 +22,8 @@ import pytest
 from _oidc import (
     CLIENT,
     SHORT_CLIENT,
-    NodeMissingError,
     Provider,
     new_key,
-    node,
     run_ts_client,
 )
 from distbuild import Venv, build_wheel, free_port, uv_pip, wait_for_port
@@ -157,10 +155,6 @@ def scene(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, uv_cache: 
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[Provider]:
-    try:
-        node()
-    except NodeMissingError as exc:
-        pytest.skip(f"no Node.js for the OpenID provider: {exc}")
     with Provider([new_key("k1")]) as started:
         yield started
 
