@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -181,16 +180,6 @@ def _bearer(headers: Iterable[tuple[bytes, bytes]]) -> bytes | None:
             scheme, _, credentials = value.strip().partition(b" ")
             return credentials.strip() if scheme.lower() == b"bearer" else None
     return None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine alone (``0.0.0.0`` and ``::`` do not)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_allowed(hosts: Iterable[str], origins: Iterable[str]) -> None:

@@ -71,7 +71,7 @@ def url_problem(url: str) -> str | None:
         return f"{url!r} is not a URL"
     if parts.scheme not in ("https", "http") or not host:
         return f"{url!r}: give an https:// URL"
-    if parts.scheme == "http" and not _loopback(host):
+    if parts.scheme == "http" and not is_loopback(host):
         return f"{url!r}: give an https:// URL (http only on a loopback address)"
     if parts.username is not None or parts.password is not None:
         return f"{url!r}: a URL with credentials in it is not taken"
@@ -80,7 +80,9 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (one to bind, or a URL's) is this machine alone (``0.0.0.0`` and ``::``
+    are not)."""
     if host == "localhost":
         return True
     try:

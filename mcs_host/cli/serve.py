@@ -672,6 +672,7 @@ def _admission(
     loopback: the Host values the user allowed, and a token unless ``--no-auth``; on
     loopback, loopback Host and Origin values besides, and the token if one is given."""
     from mcs_host.bridge import http as bridge
+    from mcs_host.bridge.oauth import is_loopback
 
     configured = settings.serve
     (host, port), (some_hosts, some_origins, token_file, no_auth) = address, options
@@ -708,7 +709,7 @@ def _admission(
     except ValueError as exc:
         fail(str(exc))
     where = f"--http {host}:{port}"
-    if bridge.is_loopback(host):
+    if is_loopback(host):
         hosts, origins = (*bridge.LOOPBACK_HOSTS, *hosts), (*bridge.LOOPBACK_ORIGINS, *origins)
     elif token is None and oauth is None and not no_auth:
         fail(
