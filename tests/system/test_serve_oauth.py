@@ -3,8 +3,8 @@ OpenID provider (``oidc-provider`` from npm, started here on loopback: ``_oidc.p
 the ``mcp`` SDK's client with its OAuth support and by the TypeScript SDK's: a valid token, an
 expired one, a wrong audience, a wrong issuer, a key rotated at the provider, a token without
 the scope of one tool (whose driver must not run: its marker file stays absent), the RFC 9728
-metadata, ``/metrics`` behind its scope, the rate limit by subject, and the JSON log naming
-the subject."""
+metadata, ``/metrics`` behind its scope, the rate limit by subject, the JSON log naming the
+subject, and two replicas of one resource admitting a client that alternates between them."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from _oidc import (
 from distbuild import Venv, build_wheel, free_port, uv_pip, wait_for_port
 from hostrun import driver_project, entry, pin, write_registry
 from scenes import Scene
-from test_serve_replicas import _Lines, stop
+from test_serve_replicas import Alternating, _Lines, stop
 
 pytest.importorskip("mcp")  # the mcs-host[mcp] extra, which the README's test command installs
 
@@ -452,3 +452,40 @@ def test_a_token_and_an_identity_provider_are_not_both_taken(
         "error: [serve.oauth] cannot read the identity provider's keys: "
         "http://127.0.0.1:9/.well-known/openid-configuration: cannot be read"
     ) in dead.stderr
+
+
+def test_two_replicas_of_one_resource_take_the_same_token_request_by_request(
+    scene: OAuthScene, provider: Provider, tmp_path: Path
+) -> None:
+    """Replicas behind one URL (the balancer's, which tokens name as their audience) share
+    nothing but the configuration: a client whose requests alternate between them is
+    admitted and held to its grants by each."""
+    front = free_port()  # the URL clients reach: nothing listens there, the transport reroutes
+    started = [scene.serve(provider, "--stateless", resource=resource(front)) for _ in range(2)]
+    reader = token(provider, front, "mcs:call csv:read")
+    marker = tmp_path / "wiped"
+    transport = Alternating(tuple(port for port, _, _ in started))
+    try:
+
+        async def main() -> tuple[list[str], Any, Any]:
+            headers = {"Authorization": f"Bearer {reader}"}
+            async with (
+                httpx2.AsyncClient(transport=transport, headers=headers, timeout=60) as http,
+                Client(
+                    streamable_http_client(resource(front), http_client=http),
+                    read_timeout_seconds=60,
+                ) as client,
+            ):
+                tools = [tool.name for tool in (await client.list_tools()).tools]
+                echoed = await client.call_tool("echo", {"text": "either"})
+                return tools, echoed, await client.call_tool("wipe", {"path": str(marker)})
+
+        tools, echoed, wiped = anyio.run(main)
+    finally:
+        for _, process, said in started:
+            stop(process, said)
+    assert tools == ["echo"]
+    assert echoed.structured_content == {"said": "either"}
+    assert wiped.is_error
+    assert not marker.exists()
+    assert {port for port, _ in transport.sent} == {port for port, _, _ in started}
