@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 _EXTRA = "serve needs the MCP extra, installed from where mcs-host was installed"
 _GRACE = 3.0
 """Seconds a signalled stdio server has to close in order before it exits anyway."""
+_DRAIN = 30.0
+"""Seconds the calls in flight have after SIGTERM when ``--drain`` is not given."""
 
 
 def _exit_quietly(number: int, frame: object) -> None:
@@ -121,23 +123,22 @@ def serve_command(
         ),
     ] = False,
     drain: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--drain",
             help="Seconds the calls in flight have to finish after SIGTERM, once --http has "
-            "stopped accepting; then the rest are cut and the server exits.",
+            "stopped accepting; then the rest are cut and the server exits (default 30).",
             metavar="SECONDS",
             min=0,
         ),
-    ] = 30.0,
+    ] = None,
     rate_limit: Annotated[
         str | None,
         typer.Option(
             "--rate-limit",
-            help="COUNT/SECONDS: each client (its bearer token where one is required, else "
-            "its address) may make "
-            "COUNT requests to --http's /mcp per SECONDS; past that it is answered 429 with "
-            "Retry-After.",
+            help="COUNT/SECONDS: each client (its access token's subject behind [serve.oauth], "
+            "its bearer token where one is required, else its address) may make COUNT requests "
+            "to --http's /mcp per SECONDS; past that it is answered 429 with Retry-After.",
             metavar="COUNT/SECONDS",
         ),
     ] = None,
@@ -206,11 +207,17 @@ def serve_command(
         )
     address = _address(http) if http is not None else None
     admitting = (allowed_host, allowed_origin, token_file, no_auth)
-    replica_options = (stateless, expect_fingerprint is not None, rate_limit is not None, log_json)
+    replica_options = (
+        stateless,
+        expect_fingerprint is not None,
+        rate_limit is not None,
+        log_json,
+        drain is not None,
+    )
     if address is None and (any(admitting) or any(replica_options)):
         fail(
             "--allowed-host, --allowed-origin, --token-file, --no-auth, --stateless, "
-            "--rate-limit, --log-json and --expect-fingerprint go with --http"
+            "--rate-limit, --log-json, --expect-fingerprint and --drain go with --http"
         )
     limit = _rate(rate_limit) if rate_limit is not None else None
     environ_token = withheld(TOKEN_VARIABLE)  # gone from the environment and /proc
@@ -260,7 +267,7 @@ def serve_command(
         assert watched is not None
         if oauth is not None:
             _say_ungranted(oauth, loaded.driver)
-        replica = _Replica(stateless, drain, watched, limit)
+        replica = _Replica(stateless, _DRAIN if drain is None else drain, watched, limit)
         _serve_http(server, *address, admission, replica, oauth)
 
 

@@ -353,9 +353,10 @@ def test_a_fingerprint_that_is_no_sha256_is_a_usage_error(scene: ReplicaScene) -
     assert done.returncode == 2
     assert "'abc': give sha256: and 64 hex digits" in done.stderr
     assert "--expect-fingerprint" in done.stderr
-    alone = scene.host("serve", "--config", scene.config, "--stateless")
-    assert alone.returncode == 2
-    assert "go with --http" in alone.stderr
+    for option in (("--stateless",), ("--drain", "5")):  # nothing to drain on stdio
+        alone = scene.host("serve", "--config", scene.config, *option)
+        assert alone.returncode == 2
+        assert "--expect-fingerprint and --drain go with --http" in alone.stderr
 
 
 def refuses_connections(port: int) -> bool:
@@ -603,3 +604,33 @@ def test_two_stateless_replicas_behind_haproxy_serve_through_a_rolling_stop(
         balancer.wait(timeout=60)
         for process, lines in replicas:
             stop(process, lines)
+
+
+def test_a_sessions_tool_calls_are_logged_with_the_id_of_the_request_that_carried_each(
+    scene: ReplicaScene,
+) -> None:
+    """With sessions (no ``--stateless``), each call runs in the session's task, which began
+    with the first request: its log line must still name the request that carried it."""
+    port = free_port()
+    process, said = scene.serve(port, "--log-json")
+    try:
+        opened = rpc(port, INITIALIZE)
+        session = opened.headers["mcp-session-id"]
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        url = f"http://127.0.0.1:{port}/mcp"
+        for request_id in ("call-a", "call-b"):
+            answered = httpx2.post(
+                url,
+                json=called("echo", {"text": request_id}),
+                headers={**headers, "X-Request-Id": request_id},
+                timeout=60,
+            )
+            assert answered.status_code == 200
+    finally:
+        stop(process, said)
+    calls = [json.loads(line) for line in said.all if '"tool_call"' in line]
+    assert [call["request_id"] for call in calls] == ["call-a", "call-b"]
