@@ -173,11 +173,20 @@ def token(provider: Provider, port: int, scope: str, client: tuple[str, str] = C
     return provider.token(*client, resource=resource(port), scope=scope)
 
 
-def rpc(port: int, method: str, params: dict[str, Any], bearer: str | None) -> httpx2.Response:
-    """One JSON-RPC request of the stateless server, with ``bearer`` as its token."""
+def rpc(
+    port: int,
+    method: str,
+    params: dict[str, Any],
+    bearer: str | None,
+    request_id: str | None = None,
+) -> httpx2.Response:
+    """One JSON-RPC request of the stateless server, with ``bearer`` as its token and
+    ``request_id`` as its ``X-Request-Id`` (which the JSON log's lines of it carry)."""
     headers = {"Accept": "application/json, text/event-stream"}
     if bearer is not None:
         headers["Authorization"] = f"Bearer {bearer}"
+    if request_id is not None:
+        headers["X-Request-Id"] = request_id
     message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     return httpx2.post(resource(port), json=message, headers=headers, timeout=60)
 
@@ -188,16 +197,17 @@ def listed(port: int, bearer: str) -> list[str]:
     return [tool["name"] for tool in answer.json()["result"]["tools"]]
 
 
-def refusal(said: _Lines, after: int) -> list[str]:
-    """The reasons of the tokens refused since line ``after`` of the log."""
-    lines = [json.loads(line) for line in said.all[after:] if line.startswith("{")]
-    return [line["reason"] for line in lines if line["event"] == "token_refused"]
-
-
-def wait_for_line(said: _Lines, count: int, seconds: float = 30) -> None:
-    """Wait until the log has more than ``count`` lines (the server writes after answering)."""
+def logged(said: _Lines, request_id: str, event: str, seconds: float = 30) -> dict[str, Any]:
+    """The JSON log's ``event`` line of the request ``request_id``, once its stderr reader
+    has it (lines come after the answer they describe)."""
     deadline = time.monotonic() + seconds
-    while len(said.all) <= count and time.monotonic() < deadline:
+    while True:
+        for line in list(said.all):
+            if line.startswith("{") and f'"{request_id}"' in line:
+                found = json.loads(line)
+                if found["request_id"] == request_id and found["event"] == event:
+                    return dict(found)
+        assert time.monotonic() < deadline, f"no {event} line of request {request_id}"
         time.sleep(0.02)
 
 
@@ -211,8 +221,7 @@ def test_a_token_lists_and_calls_only_what_its_scopes_grant(
     assert answer.json()["result"]["structuredContent"] == {"said": "hi"}
     marker = tmp_path / "wiped"
     call = {"name": "wipe", "arguments": {"path": str(marker)}}
-    before = len(said.all)
-    refused = rpc(port, "tools/call", call, reader).json()["result"]
+    refused = rpc(port, "tools/call", call, reader, "refused-wipe").json()["result"]
     assert refused["isError"] is True
     assert refused["content"][0]["text"] == (
         "the call of 'wipe' was not approved: the token of 'mcs-test' is not granted 'wipe': "
@@ -221,10 +230,11 @@ def test_a_token_lists_and_calls_only_what_its_scopes_grant(
     assert not marker.exists()  # the driver never ran
     writer = token(provider, port, "mcs:call csv:write")
     assert listed(port, writer) == ["echo", "wipe"]
-    assert rpc(port, "tools/call", call, writer).json()["result"]["isError"] is False
+    assert (
+        rpc(port, "tools/call", call, writer, "granted-wipe").json()["result"]["isError"] is False
+    )
     assert marker.read_text() == "wiped"
-    wait_for_line(said, before + 3)
-    calls = [json.loads(line) for line in said.all[before:] if '"tool_call"' in line]
+    calls = [logged(said, name, "tool_call") for name in ("refused-wipe", "granted-wipe")]
     assert [(c["tool"], c["outcome"], c["subject"]) for c in calls] == [
         ("wipe", "failed", "mcs-test"),
         ("wipe", "ok", "mcs-test"),
@@ -266,13 +276,15 @@ def test_an_expired_token_a_wrong_audience_and_a_wrong_issuer_are_refused(
     with Provider(provider.keys, issuer="http://127.0.0.1:9/impostor") as impostor:
         # the same keys, another issuer
         wrong_issuer = impostor.token(*CLIENT, resource=resource(port), scope="mcs:call csv:read")
-    before = len(said.all)
-    for refused in (short, other_audience, wrong_issuer, "not-a-jwt"):
-        answer = rpc(port, "tools/list", {}, refused)
+    cases = {"expired": short, "audience": other_audience, "issuer": wrong_issuer}
+    for name, refused in {**cases, "garbage": "not-a-jwt"}.items():
+        answer = rpc(port, "tools/list", {}, refused, name)
         assert answer.status_code == 401, answer.text
         assert 'error="invalid_token"' in answer.headers["www-authenticate"]
-    wait_for_line(said, before + 8)
-    reasons = refusal(said, before)
+    reasons = [
+        logged(said, name, "token_refused")["reason"]
+        for name in ("expired", "audience", "issuer", "garbage")
+    ]
     assert [reason.partition(":")[0] for reason in reasons] == [
         "ExpiredSignatureError",
         "InvalidAudienceError",
