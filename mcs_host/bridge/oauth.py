@@ -238,7 +238,8 @@ class JWTVerifier:
             token=token,
             client_id=str(client or ""),
             scopes=_scopes(claims),
-            expires_at=int(claims["exp"]),
+            # the SDK refuses a token past expires_at by its own clock, with no leeway
+            expires_at=int(claims["exp"]) + self._leeway,
             resource=self._resource,
             subject=str(subject) if subject is not None else None,
             claims={"iss": claims["iss"]},

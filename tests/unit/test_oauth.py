@@ -131,10 +131,25 @@ def test_a_token_whose_claims_do_not_hold_is_refused_saying_why(
 
 
 def test_the_leeway_admits_a_token_just_expired_and_no_later_one(provider: Provider) -> None:
+    """Through the ``mcp`` SDK's bearer authentication, which the server runs the verifier in
+    and which checks the expiry again by its own clock."""
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+
     now = int(time.time())
-    verifier = _verifier(provider, [], leeway=60)
-    assert _verify(verifier, provider.token(exp=now - 10)) is not None
-    assert _verify(verifier, provider.token(exp=now - 120)) is None
+    lenient = BearerAuthBackend(_verifier(provider, [], leeway=60))
+    assert admitted_by(lenient, provider.token(exp=now - 10))
+    assert not admitted_by(lenient, provider.token(exp=now - 120))
+    strict = BearerAuthBackend(_verifier(provider, [], leeway=0))
+    assert not admitted_by(strict, provider.token(exp=now - 10))
+
+
+def admitted_by(backend: Any, token: str) -> bool:
+    """Whether the SDK's authentication ``backend`` admits a request bearing ``token``."""
+    from starlette.requests import HTTPConnection
+
+    headers = [(b"authorization", f"Bearer {token}".encode())]
+    connection = HTTPConnection({"type": "http", "headers": headers})
+    return asyncio.run(backend.authenticate(connection)) is not None
 
 
 def test_a_token_signed_by_another_key_with_a_published_kid_is_refused(
