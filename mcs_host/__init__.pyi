@@ -306,6 +306,12 @@ from .loading.host import (
     load_drivers as load_drivers,
 )
 
+# Agent frameworks: a load's tools as theirs (each extra's framework imported when used)
+from .frameworks.pydantic_ai import pydantic_ai_toolset as pydantic_ai_toolset
+from .frameworks.openai_agents import openai_agents_tools as openai_agents_tools
+from .frameworks.langchain import langchain_tools as langchain_tools
+from .frameworks.llm import llm_tools as llm_tools
+
 # The driver author's kit
 from .kit.authoring import (
     manifest_meta as manifest_meta,

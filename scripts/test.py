@@ -4,7 +4,8 @@
     python3.11 scripts/test.py 3.12         # only the versions named
     python3.11 scripts/test.py -- -k list   # extra arguments after -- go to pytest
 
-For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras and
+For each version: a venv in .venvs/py3.X, the host with its test, mcp, docs and attest extras (and
+the agent frameworks' extras) and
 the bundled plugins installed editable (by uv, which pip installs first: 5 s where pip took 44 s
 here; by pip when uv cannot, as uv reads no pip settings), then mypy, then the wheelhouse the
 tests install from (built once, for every worker) and pytest (one worker per core,
@@ -98,7 +99,7 @@ def run_version(version: str, interpreter: str, pytest_args: list[str], lint: bo
     # children keep their bytecode: a fixture venv's host starts compile its modules once
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    editable = ["-e", ".[test,mcp,docs,attest]"]
+    editable = ["-e", ".[test,mcp,docs,attest,pydantic-ai,openai-agents,langchain,llm]"]
     for plugin in PLUGINS:
         editable += ["-e", str(plugin.relative_to(ROOT))]
     bootstrap = [python, "-m", "pip", "install", *pip_output(), uv_requirement()]

@@ -24,12 +24,16 @@ WHEELHOUSE_VARIABLE = "MCS_HOST_TEST_WHEELHOUSE"
 which every worker reads instead of building its own."""
 UV_CACHE_VARIABLE = "MCS_HOST_TEST_UV_CACHE"
 """Names the uv cache ``scripts/test.py`` made for the run, which every worker shares."""
+FRAMEWORKS = ("pydantic-ai", "openai-agents", "langchain", "llm")
+"""The extras of the agent frameworks: their wheels are in the wheelhouse, for the pages and
+tests that install one."""
 
 
 def make_wheelhouse(house: Path) -> Path:
     """Wheels of mcs-host (built from this checkout), its dependencies (with its mcp and attest
-    extras'), the plugins, the plugins' build backend (for builds inside venvs), and pip (the
-    one ensurepip bundles, for venvs whose commands run pip), in ``house``."""
+    extras', and the agent frameworks'), the plugins, the plugins' build backend (for builds
+    inside venvs), and pip (the one ensurepip bundles, for venvs whose commands run pip), in
+    ``house``."""
     house.mkdir(parents=True, exist_ok=True)
     # mcs-host with the mcp and attest extras' dependencies too: tests/system/test_serve.py
     # installs mcs-host[mcp], tests/system/test_add.py mcs-host[attest] with pip (its add runs
@@ -39,7 +43,7 @@ def make_wheelhouse(house: Path) -> Path:
         "--no-build-isolation",
         "--wheel-dir",
         str(house),
-        f"{ROOT}[mcp,attest]",
+        f"{ROOT}[mcp,attest,{','.join(FRAMEWORKS)}]",
         "flit_core==4.2.0",
     )
     bundled = Path(ensurepip.__file__).with_name("_bundled")

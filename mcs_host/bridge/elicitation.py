@@ -31,12 +31,15 @@ APPROVAL_FORM: dict[str, Any] = {"type": "object", "properties": {}}
 class ClientUser:
     """The user of the MCP client a served call came from."""
 
-    ask: Callable[[str], Awaitable[Answer | None]] | None
+    ask: Callable[[str], Awaitable[Answer | None]] | Callable[[str], Answer | None] | None
     """Show the user a message and give their answer, or ``None`` when the answer comes
     with the client's retry of the call (the call is answered with the question); ``None``
-    when the client cannot ask (it declared no form elicitation)."""
-    loop: asyncio.AbstractEventLoop
-    """The event loop the served call and ``ask`` run on."""
+    when the client cannot ask (it declared no form elicitation). A coroutine function, or,
+    when ``loop`` is ``None``, a plain function the call's own thread waits on."""
+    loop: asyncio.AbstractEventLoop | None
+    """The event loop the served call and ``ask`` run on; ``None`` for a plain ``ask``."""
+    where: str = "the MCP client"
+    """Where the user answers, as a denial names it."""
 
 
 _USER: ContextVar[ClientUser | None] = ContextVar("mcs_host_client_user", default=None)
@@ -48,9 +51,14 @@ def client_user() -> ClientUser | None:
 
 
 @contextmanager
-def asking(asker: Asker | None, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """Serve a call: :func:`client_user` gives its client's user, asked by ``asker``."""
-    token = _USER.set(ClientUser(asker, loop))
+def asking(
+    asker: Callable[[str], Awaitable[Answer | None]] | Callable[[str], Answer | None] | None,
+    loop: asyncio.AbstractEventLoop | None,
+    where: str = "the MCP client",
+) -> Iterator[None]:
+    """Serve a call: :func:`client_user` gives its client's user, asked by ``asker`` (a plain
+    function when ``loop`` is ``None``: an agent framework's approval) in ``where``."""
+    token = _USER.set(ClientUser(asker, loop, where))
     try:
         yield
     finally:

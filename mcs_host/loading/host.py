@@ -258,7 +258,9 @@ def _load(host: Host, labels: tuple[str, ...], progress: Progress | None) -> Loa
         for driver in owned:
             driver.close()
         raise LoadError(report)
-    return Loaded(orchestrator, report, tuple(owned))
+    waived = {m.record.label for m in mounts if m.waiver is not None}
+    gated = tuple(r.label for r in records if r.status == "mounted" and r.label in waived)
+    return Loaded(orchestrator, report, tuple(owned), gated)
 
 
 def _stack(

@@ -180,7 +180,13 @@ def ask_user(call: ToolCall, required: Approval) -> bool | str | Awaitable[bool 
             f"{required.needs}, and this MCP client cannot ask its user for it (it does not "
             f"support MCP elicitation): {required.how}"
         )
-    asked = _asked(user.ask, call, required)
+    if user.loop is None:  # an agent framework's approval, in the call's own thread
+        try:
+            answer = user.ask(_question(call, required))
+        except Exception as exc:  # asking failed: no approval
+            return f"{required.needs}, and asking for it in {user.where} failed ({exc})"
+        return _verdict(answer, required, user.where)  # type: ignore[arg-type]
+    asked = _asked(user.ask, call, required, user.where)  # type: ignore[arg-type]
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
@@ -191,26 +197,36 @@ def ask_user(call: ToolCall, required: Approval) -> bool | str | Awaitable[bool 
 
 
 async def _asked(
-    ask: Callable[[str], Awaitable[str | None]], call: ToolCall, required: Approval
+    ask: Callable[[str], Awaitable[str | None]], call: ToolCall, required: Approval, where: str
 ) -> bool | str:
     """``True`` when the user accepts running ``call``, else why it is denied."""
+    try:
+        answer = await ask(_question(call, required))
+    except Exception as exc:  # the client failed to ask: no approval
+        return f"{required.needs}, and asking the user of {where} failed ({exc}): {required.how}"
+    return _verdict(answer, required, where)
+
+
+def _question(call: ToolCall, required: Approval) -> str:
+    """What the user is asked about ``call``."""
     # as JSON, ASCII only: a name or argument cannot pass for other text in the client
     arguments = json.dumps(dict(call.arguments), ensure_ascii=True, default=str)
-    message = (
+    return (
         f"Run the tool {json.dumps(call.name)} of {required.label} with the arguments "
         f"{arguments}? ({required.needs})"
     )
-    try:
-        answer = await ask(message)
-    except Exception as exc:  # the client failed to ask: no approval
-        return f"{required.needs}, and asking the MCP client's user failed ({exc}): {required.how}"
+
+
+def _verdict(answer: str | None, required: Approval, where: str) -> bool | str:
+    """The verdict of the user's ``answer`` in ``where`` to the question of a call that
+    needs approval."""
     if answer is None:  # the client's retry of the call brings the answer
-        return "the MCP client's user is asked first"
+        return f"the user of {where} is asked first"
     if answer == "accept":
         return True
     if answer == "decline":
-        return "the user declined it in the MCP client"
-    return "the user cancelled the request for approval in the MCP client"
+        return f"the user declined it in {where}"
+    return f"the user cancelled the request for approval in {where}"
 
 
 def audit_call(

@@ -191,6 +191,9 @@ class Loaded:
     report: LoadReport
     owned: tuple[Any, ...] = ()
     """The drivers the host started and ends: isolated drivers' processes, MCP servers."""
+    gated: tuple[str, ...] = ()
+    """The labels each of whose calls needs a consent plugin's approval (MCP servers that
+    require consent): with none, the user is asked where someone can be, else it is denied."""
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.driver, self.report))

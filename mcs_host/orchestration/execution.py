@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcs_host._bounded import Hung, call_bounded
-from mcs_host.interfaces import ToolError, UnknownToolError
+from mcs_host.interfaces import ToolArgumentError, ToolError, UnknownToolError
 
 from .calls import Detection, ToolCall
 from .leftovers import release, restore_streams
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mcs_host.contract import DriverResponse
 
     from .routing import Route, Table
+    from .validation import ArgumentProblem
 
 __all__: list[str] = []  # the orchestrator's; nothing public
 
@@ -101,11 +102,13 @@ class BaseExecution:
         own = () if self.owner.consent is None else (self.owner.consent,)
         return own if consent is None or consent is self.owner.consent else (consent, *own)
 
-    def tool_call(self, tool_name: str, arguments: Mapping[str, Any]) -> ToolCall:
+    def tool_call(
+        self, tool_name: str, arguments: Mapping[str, Any], caller: str | None = None
+    ) -> ToolCall:
         """The call ``execute_tool`` was asked for, of a tool the table routes."""
         if tool_name not in self.table.routes:
             raise UnknownToolError(tool_name, self.table.routes)
-        return ToolCall(tool_name, dict(arguments))
+        return ToolCall(tool_name, dict(arguments), caller=caller)
 
     def admit(self, call: ToolCall) -> tuple[Route, ToolCall] | _Failure:
         """The route and checked call, or why the call cannot run (before consent)."""
@@ -179,7 +182,7 @@ class BaseExecution:
                 release(error)
         if error is None:
             return outcome, text, None, call
-        if isinstance(error, _NotApproved):
+        if isinstance(error, NotApproved):
             return None, "", _not_approved(call.name, error.reason), call
         kept = error if raising else None
         return None, "", _Failure(call.name, _failed(call, error), kept), call
@@ -280,9 +283,16 @@ class Execution(BaseExecution):
                 outcomes.append(self.run(*admitted))
         return self.answer(detection, outcomes)
 
-    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+    def execute_tool(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        consent: Consent | None = None,
+        caller: str | None = None,
+    ) -> Any:
         """One call's result; raise what stopped it."""
-        admitted = self.approved(self.tool_call(tool_name, arguments), self.deciders(None))
+        call = self.tool_call(tool_name, arguments, caller)
+        admitted = self.approved(call, self.deciders(consent))
         if isinstance(admitted, _Failure):
             raise admitted.raised()
         return _returned(self.run(*admitted, raising=True))
@@ -375,9 +385,16 @@ class AsyncExecution(BaseExecution):
                 outcomes.append(await self.run(*admitted))
         return self.answer(detection, outcomes)
 
-    async def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+    async def execute_tool(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        consent: Consent | None = None,
+        caller: str | None = None,
+    ) -> Any:
         """:meth:`Execution.execute_tool` on an event loop."""
-        admitted = await self.approved(self.tool_call(tool_name, arguments), self.deciders(None))
+        call = self.tool_call(tool_name, arguments, caller)
+        admitted = await self.approved(call, self.deciders(consent))
         if isinstance(admitted, _Failure):
             raise admitted.raised()
         return _returned(await self.run(*admitted, raising=True))
@@ -441,21 +458,37 @@ class _Failure:
     :meth:`Execution.execute_tool` raises; ``None`` otherwise (only the message is kept)."""
     denied: str = ""
     """For a denied call: ``": <reason>"``, or a space when no reason was given."""
+    invalid: tuple[ArgumentProblem, ...] = ()
+    """For arguments its tool's schema refused: why."""
 
     def raised(self) -> BaseException:
         """What :meth:`Execution.execute_tool` raises for this failure."""
         if self.denied:
-            return _NotApproved(self.message, self.denied.removeprefix(": ").strip())
+            return NotApproved(self.message, self.denied.removeprefix(": ").strip())
+        if self.invalid:
+            return InvalidArguments(self.tool, self.message, self.invalid)
         return self.error if self.error is not None else ToolError(self.message)
 
 
-class _NotApproved(ToolError):  # noqa: N818 - reads as what happened
+class NotApproved(ToolError):  # noqa: N818 - reads as what happened
     """A call consent did not approve, raised by :meth:`Execution.execute_tool`; an
     orchestrator that stacks it answers the call as denied, ``reason`` and all."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class InvalidArguments(ToolArgumentError):  # noqa: N818 - reads as what they are
+    """Arguments a tool's schema refused, raised by :meth:`Execution.execute_tool` before the
+    call reaches consent; its message lists every problem, ``argument`` names the first."""
+
+    def __init__(self, tool: str, message: str, problems: tuple[ArgumentProblem, ...]) -> None:
+        ToolError.__init__(self, message)
+        self.tool_name = tool
+        self.argument = problems[0].argument
+        self.problem = problems[0].message
+        self.problems = problems
 
 
 class _Raised(Exception):  # noqa: N818 - carries what the tool raised
@@ -519,7 +552,7 @@ def _checked(route: Route, call: ToolCall, notes: list[str]) -> tuple[ToolCall, 
     checked = route.validator.validate(call.arguments)
     if not checked.ok:
         listed = "; ".join(str(p) for p in checked.problems)
-        return call, _Failure(call.name, f"{call.name}: {listed}")
+        return call, _Failure(call.name, f"{call.name}: {listed}", invalid=checked.problems)
     if not checked.coerced:
         return call, None  # the arguments as the model gave them (equal to the checked ones)
     notes.extend(f"{call.name}: {c}" for c in checked.coerced)

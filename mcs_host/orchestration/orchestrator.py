@@ -243,12 +243,21 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
     def list_tools(self) -> list[Tool]:
         return list(self._table.tools)
 
-    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        """Run one call as :meth:`execute` runs it (routed, validated, this orchestrator's
-        consent asked, the audit told) and give its result; raise what stopped it: a denial
-        (a :class:`~mcs_host.interfaces.ToolError` saying why), or the tool's own exception
-        as it was raised."""
-        return Execution(self, self._table).execute_tool(tool_name, arguments)
+    def execute_tool(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        consent: Consent | None = None,
+        caller: str | None = None,
+    ) -> Any:
+        """Run one call as :meth:`execute` runs it (routed, validated, ``consent`` then this
+        orchestrator's consent asked, the audit told) and give its result; raise what stopped
+        it: arguments the tool's schema refuses (a
+        :class:`~mcs_host.interfaces.ToolArgumentError` listing why), a denial (a
+        :class:`~mcs_host.interfaces.ToolError` saying why), or the tool's own exception as
+        it was raised. ``caller`` is who asked for it (:attr:`~mcs_host.ToolCall.caller`)."""
+        return Execution(self, self._table).execute_tool(tool_name, arguments, consent, caller)
 
     # -- MCSDriver -------------------------------------------------------------------------------
 
@@ -332,10 +341,19 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         a worker thread); ``consent`` may be a coroutine function."""
         return await AsyncExecution(self, self._table).execute(detection, consent)
 
-    async def aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+    async def aexecute_tool(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        consent: Consent | None = None,
+        caller: str | None = None,
+    ) -> Any:
         """:meth:`execute_tool` for an event loop (an async tool awaited, a sync one in a
-        worker thread): what an orchestrator stacked in another one is called with."""
-        return await AsyncExecution(self, self._table).execute_tool(tool_name, arguments)
+        worker thread): what an orchestrator stacked in another one is called with;
+        ``consent`` may be a coroutine function."""
+        execution = AsyncExecution(self, self._table)
+        return await execution.execute_tool(tool_name, arguments, consent, caller)
 
 
 def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:

@@ -123,6 +123,15 @@ def response_schema(tools: Sequence[Tool]) -> ResponseSchema:
     return ResponseSchema(copy.deepcopy(schema), not unstrict, (*left_out, *unstrict))
 
 
+def strict_arguments(schema: Mapping[str, Any]) -> dict[str, Any] | str:
+    """A tool's argument ``schema`` rewritten for OpenAI's strict mode, accepting only what
+    ``schema`` accepts (as in the response schema); or why strict mode cannot express it."""
+    try:
+        return _strict(_inlined(schema), "")
+    except (_UnwritableError, _NotStrictError) as exc:
+        return str(exc)
+
+
 _RESPONSE = "A call of one tool, several calls, or the final answer when no tool is needed."
 _FINAL: dict[str, Any] = {
     "type": "object",

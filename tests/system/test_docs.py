@@ -130,10 +130,17 @@ def test_the_site_builds_with_no_warning_and_every_reference_resolved(tmp_path: 
 # -- the examples ------------------------------------------------------------------------------
 
 
-def _newcomer_venv(venv: Path, wheelhouse: Path, cache: Path) -> None:
-    """A venv with pip, mcs-host[mcp,attest] and the two bundled drivers installed from
-    wheels, as scripts/demo.py installs them (pip from the wheel ``ensurepip`` bundles, copied
-    in by uv: ``ensurepip`` takes three seconds to install the same wheel)."""
+def _extras(page: Path) -> list[str]:
+    """The extras of mcs-host that ``page`` tells its reader to install (``pip install
+    "mcs-host[langchain]"``), besides mcp and attest."""
+    told = re.findall(r"pip install [^\n]*mcs-host\[([\w,-]+)\]", page.read_text("utf-8"))
+    return sorted({e for extras in told for e in extras.split(",")} - {"mcp", "attest"})
+
+
+def _newcomer_venv(venv: Path, wheelhouse: Path, cache: Path, extras: list[str]) -> None:
+    """A venv with pip, mcs-host[mcp,attest] (and ``extras``) and the two bundled drivers
+    installed from wheels, as scripts/demo.py installs them (pip from the wheel ``ensurepip``
+    bundles, copied in by uv: ``ensurepip`` takes three seconds to install the same wheel)."""
     command = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
     subprocess.run(command, check=True, capture_output=True)
     command = [
@@ -146,7 +153,8 @@ def _newcomer_venv(venv: Path, wheelhouse: Path, cache: Path) -> None:
         str(venv / "bin" / "python"),
     ]
     command += ["--offline", "--no-index", "--find-links", str(wheelhouse)]
-    command += ["mcs-host[mcp,attest]", "mcs-host-files", "mcs-host-csv", "pip"]
+    command += [f"mcs-host[{','.join(['mcp', 'attest', *extras])}]"]
+    command += ["mcs-host-files", "mcs-host-csv", "pip"]
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env.update(UV_LINK_MODE="copy", UV_CACHE_DIR=str(cache))
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -208,7 +216,7 @@ def test_every_example_of_the_page_runs_as_written(
     page: Path, wheelhouse: Path, uv_cache: Path, tmp_path: Path
 ) -> None:
     venv = tmp_path / "venv"
-    _newcomer_venv(venv, wheelhouse, uv_cache)
+    _newcomer_venv(venv, wheelhouse, uv_cache, _extras(page))
     home = tmp_path / "home"
     home.mkdir()
     work = _workdir(tmp_path / "work")

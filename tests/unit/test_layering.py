@@ -5,7 +5,7 @@ read from the source, so a lazy import cannot hide a wrong arrow; one under ``if
 TYPE_CHECKING:`` never runs and only names a type. The layers, top to bottom, are those of
 ARCHITECTURE.md::
 
-    cli -> kit -> loading -> bridge -> trust | orchestration -> contract | discovery
+    cli -> kit | frameworks -> loading -> bridge -> trust | orchestration -> contract | discovery
         -> interfaces -> private helpers
 
 A module may import its own subpackage's modules and anything in a lower layer; modules on
@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mcs_host"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcs_host.__main__",),
     ("mcs_host.cli",),
-    ("mcs_host.kit",),
+    ("mcs_host.kit", "mcs_host.frameworks"),
     ("mcs_host.loading",),
     ("mcs_host.bridge",),
     ("mcs_host.trust", "mcs_host.orchestration"),
