@@ -6,25 +6,14 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _frameworks import AgentStack
 from distbuild import ROOT, install_target
 from sample_drivers import GATED_SERVER
 
-from mcs_host import HostConfig, Loaded, load_drivers
-
-
-@dataclass(frozen=True)
-class AgentStack:
-    """A load as an agent framework gets it, and what its tools touch."""
-
-    loaded: Loaded
-    data: Path
-    """The csv driver's root: a copy of scripts/demo/data (sales.csv...)."""
-    marker: Path
-    """What the gated server's tool ``wipe`` appends to: absent until a call of it runs."""
+from mcs_host import HostConfig, load_drivers
 
 
 @pytest.fixture(scope="session")
