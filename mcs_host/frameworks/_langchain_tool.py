@@ -9,7 +9,6 @@ exactly as the model gave them, so the stack's check is the only one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
@@ -57,13 +56,12 @@ def stack_tool(tool: Offered, caller: Caller, approve: Approval) -> StackTool:
             raise ToolException(failure.message) from None
         return result_text(result), result
 
-    coroutine: Callable[..., Coroutine[Any, Any, tuple[str, Any]]] = acall
     return StackTool(
         name=name,
         description=tool.description or tool.title or "",
         args_schema=dict(tool.schema),
         func=call,
-        coroutine=coroutine,
+        coroutine=acall,
         response_format="content_and_artifact",
         handle_tool_error=True,
         metadata={
