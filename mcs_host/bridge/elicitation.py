@@ -40,6 +40,9 @@ class ClientUser:
     """The event loop the served call and ``ask`` run on; ``None`` for a plain ``ask``."""
     where: str = "the MCP client"
     """Where the user answers, as a denial names it."""
+    unasked: str = ""
+    """With no ``ask``, outside an MCP client: what would have the user asked, which the
+    denial names (``pass approve= to langchain_tools()``)."""
 
 
 _USER: ContextVar[ClientUser | None] = ContextVar("mcs_host_client_user", default=None)
@@ -55,10 +58,12 @@ def asking(
     asker: Callable[[str], Awaitable[Answer | None]] | Callable[[str], Answer | None] | None,
     loop: asyncio.AbstractEventLoop | None,
     where: str = "the MCP client",
+    unasked: str = "",
 ) -> Iterator[None]:
     """Serve a call: :func:`client_user` gives its client's user, asked by ``asker`` (a plain
-    function when ``loop`` is ``None``: an agent framework's approval) in ``where``."""
-    token = _USER.set(ClientUser(asker, loop, where))
+    function when ``loop`` is ``None``: an agent framework's approval) in ``where``; with no
+    ``asker`` there, a denial names ``unasked``, what would have the user asked."""
+    token = _USER.set(ClientUser(asker, loop, where, unasked))
     try:
         yield
     finally:

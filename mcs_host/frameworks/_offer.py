@@ -129,10 +129,15 @@ def offered(
 class Caller:
     """Calls of the tools one adapter offers, each through the stack of its load."""
 
-    __slots__ = ("_names", "caller", "stack", "where")
+    __slots__ = ("_names", "caller", "stack", "unasked", "where")
 
     def __init__(
-        self, loaded: Loaded, tools: Iterable[Offered], caller: str | None, where: str
+        self,
+        loaded: Loaded,
+        tools: Iterable[Offered],
+        caller: str | None,
+        where: str,
+        unasked: str = "",
     ) -> None:
         self.stack: Orchestrator = loaded.driver
         self._names = frozenset(t.name for t in tools)
@@ -140,6 +145,9 @@ class Caller:
         """Who asks for the calls (:attr:`~mcs_host.ToolCall.caller`), for consent and audit."""
         self.where = where
         """Where the user approves a call, as a denial names it: ``PydanticAI``..."""
+        self.unasked = unasked
+        """When no one can be asked (``approve`` is ``False``): what would have the user
+        asked, which the denial names (``pass approve= to langchain_tools()``)."""
 
     def call(self, name: str, arguments: Mapping[str, Any], approve: Approval) -> Any:
         """The result of calling ``name`` with ``arguments`` in this thread; raises
@@ -147,9 +155,9 @@ class Caller:
         self._known(name)
         ask = _plain(approve)
         try:
-            if ask is None:
+            if ask is None and not self.unasked:
                 return self._run(name, arguments)
-            with asking(ask, None, self.where):
+            with asking(ask, None, self.where, self.unasked):
                 return self._run(name, arguments)
         except (Failure, KeyboardInterrupt):
             raise
@@ -163,9 +171,10 @@ class Caller:
         ask = _awaiting(approve)
         stack = self.stack
         try:
-            if ask is None:
+            if ask is None and not self.unasked:
                 return await stack.aexecute_tool(name, dict(arguments), caller=self.caller)
-            with asking(ask, asyncio.get_running_loop(), self.where):
+            loop = asyncio.get_running_loop() if ask is not None else None
+            with asking(ask, loop, self.where, self.unasked):
                 return await stack.aexecute_tool(name, dict(arguments), caller=self.caller)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise

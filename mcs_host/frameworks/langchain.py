@@ -59,6 +59,6 @@ def langchain_tools(
     require("langchain_core", "langchain", _WHO)
     from mcs_host.frameworks._langchain_tool import stack_tool  # noqa: PLC0415 - langchain
 
-    calls = Caller(loaded, found, caller, "LangChain")
+    calls = Caller(loaded, found, caller, "LangChain", "pass approve= to langchain_tools()")
     decide = False if approve is None else approve
     return [stack_tool(tool, calls, decide) for tool in found]

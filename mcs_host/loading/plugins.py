@@ -175,6 +175,8 @@ def ask_user(call: ToolCall, required: Approval) -> bool | str | Awaitable[bool 
     user = client_user()
     if user is None:
         return required.reason
+    if user.ask is None and user.loop is None:  # an agent framework that asks no one
+        return f"{required.needs}: {required.how}, or {user.unasked}"
     if user.ask is None:
         return (
             f"{required.needs}, and this MCP client cannot ask its user for it (it does not "

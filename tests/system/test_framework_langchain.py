@@ -208,7 +208,9 @@ def test_a_gated_call_runs_only_when_approve_says_yes(agent_stack: AgentStack) -
     nobody = wipe_once(agent_stack, None)
     assert nobody.startswith("error: the call of 'wipe' was not approved: ")
     assert "mcs_host_consent hook must approve it" in nobody
-    assert "or set consent = false in [mcp_servers.gated]" in nobody
+    assert nobody.endswith(
+        "(or set consent = false in [mcp_servers.gated]), or pass approve= to langchain_tools()"
+    )
     assert not agent_stack.marker.exists()
 
     with pytest.raises(TypeError, match=r"argument 'approve' must be a function or None"):

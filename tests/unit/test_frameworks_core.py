@@ -152,6 +152,13 @@ def test_a_gated_call_runs_only_when_the_frameworks_user_approves_it() -> None:
         caller.call("add", arguments, False)
     assert nobody.value.kind == "denied"
     assert "or set consent = false in [mcp_servers.calc]" in nobody.value.message
+    lever = Caller(load, tools, None, "Test", "pass approve= to test_tools()")
+    for call in (lever.call, lambda *args: asyncio.run(lever.acall(*args))):
+        with pytest.raises(Failure) as unasked:
+            call("add", arguments, False)
+        assert unasked.value.message.endswith(
+            "[mcp_servers.calc]), or pass approve= to test_tools()"
+        )
     with pytest.raises(Failure) as deferred:
         caller.call("add", arguments, None)
     assert deferred.value.kind == "asked"
