@@ -39,7 +39,7 @@ _PLUGIN = "mcs_host"
 """The plugin's name in ``llm``: its entry point's, which ``llm`` sets as each tool's
 ``plugin``."""
 
-hookimpl = pluggy.HookimplMarker("llm")
+_hookimpl = pluggy.HookimplMarker("llm")
 
 
 def llm_tools(
@@ -101,7 +101,7 @@ _LOCK = threading.Lock()
 _LOADED: list[_Plugin] = []  # at most one: the load of this process
 
 
-@hookimpl
+@_hookimpl
 def register_tools(register: Callable[..., Any]) -> None:
     """``llm``'s hook: register each tool of the drivers the user's mcs-host configuration
     mounts (:func:`~mcs_host.load_drivers` with no arguments: your configuration, your

@@ -24,7 +24,17 @@ from _frameworks import AgentStack
 from distbuild import ROOT
 from sample_drivers import GATED_SERVER
 
-from mcs_host import llm_tools
+from mcs_host import (
+    DriverMeta,
+    Loaded,
+    LoadReport,
+    MCSToolDriver,
+    Orchestrator,
+    Tool,
+    ToolCall,
+    ToolParameter,
+    llm_tools,
+)
 
 UNITS = {"file": "sales.csv", "column": "units"}
 
@@ -233,6 +243,44 @@ def test_without_llm_the_error_names_the_extra(
     monkeypatch.setitem(sys.modules, "llm", None)
     with pytest.raises(ImportError, match=r"^llm_tools\(\) needs llm, .*\[llm\]'$"):
         llm_tools(agent_stack.loaded)
+
+
+class Keys(MCSToolDriver):
+    """A tool whose arguments are named as what llm or Python could take for their own."""
+
+    meta = DriverMeta(id="keys-0001", name="Keys", version="1.0.0")
+    names = ("llm_tool_call", "self", "arguments", "name")
+
+    def list_tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name="keys",
+                description="Give back the arguments.",
+                parameters=[
+                    ToolParameter(name=n, description=n, schema={"type": "string"}, required=True)
+                    for n in self.names
+                ],
+            )
+        ]
+
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
+        return dict(arguments)
+
+
+def test_arguments_reach_the_tool_as_the_model_gave_them_and_the_caller_reaches_the_audit() -> None:
+    audited: list[tuple[str | None, dict[str, Any]]] = []
+
+    def audit(call: ToolCall, result: Any, error: BaseException | None) -> None:
+        audited.append((call.caller, dict(call.arguments)))
+
+    stack = Orchestrator({"keys": Keys()}, audit=audit)
+    arguments = {name: name.upper() for name in Keys.names}
+    model = Scripted([("keys", arguments)])
+    tools = llm_tools(Loaded(stack, LoadReport(())), caller="ada")
+    assert model.chain("Keys", tools=[*tools]).text() == "done"
+    [[(_, output)]] = results(model)
+    assert json.loads(output) == arguments  # no ToolCall passed as llm_tool_call
+    assert audited == [("ada", arguments)]
 
 
 # -- the plugin, through llm's command line --------------------------------------------------
