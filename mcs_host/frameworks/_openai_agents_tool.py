@@ -1,10 +1,12 @@
 """The OpenAI Agents SDK's function tool of one offered tool (imports ``agents``: imported only
 when :func:`~mcs_host.openai_agents_tools` is called).
 
-The SDK hands a :class:`~agents.tool.FunctionTool`'s ``on_invoke_tool`` the model's arguments
-as JSON text, unchecked, and sends the model what it returns: a string as it is, other values
-as their ``str()`` (a dict as Python's repr, not JSON), so the result is returned as JSON
-text. An exception raised there would end the run, so what stops a call is returned too.
+The SDK hands a :class:`~agents.tool.FunctionTool`'s ``on_invoke_tool`` its
+:class:`~agents.tool_context.ToolContext` (so annotated: a function annotated as taking a
+``RunContextWrapper`` gets one without the call's id) and the model's arguments as JSON text,
+unchecked; it sends the model what the function returns: a string as it is, other values as
+their ``str()`` (a dict as Python's repr, not JSON), so the result is returned as JSON text.
+An exception raised there would end the run, so what stops a call is returned too.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import copy
 import json
 from typing import Any
 
-from agents import FunctionTool, RunContextWrapper, UserError
+from agents import FunctionTool, UserError
 from agents.strict_schema import ensure_strict_json_schema
+from agents.tool_context import ToolContext
 
 from mcs_host.frameworks._offer import Caller, Failure, Offered
 from mcs_host.orchestration.messages import result_text
@@ -26,20 +29,22 @@ __all__: list[str] = []
 def stack_tool(tool: Offered, caller: Caller) -> FunctionTool:
     """``tool`` as the SDK's: its name and description as offered, its schema strict where
     that accepts only what the tool accepts, each call through ``caller``; approved by the
-    SDK's human in the loop when ``tool`` is gated."""
+    SDK's human in the loop when ``tool`` is gated: such a call runs as approved only when
+    the run's record says the user approved it (not when ``needs_approval`` was turned off)."""
     name = tool.name
-    approve = tool.gated  # the SDK ran it only once the user approved it: a rejection stops there
+    gated = tool.gated
     schema, strict = _schema(tool)
 
-    async def invoke(context: RunContextWrapper[Any], text: str) -> str:
+    async def invoke(context: ToolContext[Any], text: str) -> str:
         try:
             arguments = json.loads(text) if text else {}
         except ValueError as exc:
             return f"Invalid JSON input for tool {name}: {exc}"
         if not isinstance(arguments, dict):
             return f"Invalid JSON input for tool {name}: expected a JSON object"
+        approve = gated and context.is_tool_approved(context.tool_name, context.tool_call_id)
         try:
-            result = await caller.acall(name, arguments, approve)
+            result = await caller.acall(name, arguments, approve is True)
         except Failure as failure:
             return failure.message
         return result_text(result)
@@ -50,7 +55,7 @@ def stack_tool(tool: Offered, caller: Caller) -> FunctionTool:
         params_json_schema=schema,
         on_invoke_tool=invoke,
         strict_json_schema=strict,
-        needs_approval=tool.gated,
+        needs_approval=gated,
     )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["openai_agents_tools"]
 
 _WHO = "openai_agents_tools()"
+_UNASKED = "approve it when the run stops at it (keep the tool's needs_approval=True)"
 
 
 def openai_agents_tools(
@@ -54,7 +55,7 @@ def openai_agents_tools(
     whose calls need approval (:attr:`~mcs_host.Loaded.gated`) has ``needs_approval=True``:
     the SDK interrupts the run before each call, and a call your user approves runs as
     approved (consent plugins are still asked first); a rejected one never reaches the
-    stack.
+    stack; one the run holds no approval of (its ``needs_approval`` turned off) is denied.
 
     Raises :class:`TypeError` when ``loaded`` is not a load, :class:`ValueError` naming a
     label or tool that matches nothing, :class:`ImportError` naming the command that
@@ -64,5 +65,5 @@ def openai_agents_tools(
     require("agents", "openai-agents", _WHO)
     from mcs_host.frameworks._openai_agents_tool import stack_tool  # noqa: PLC0415 - agents
 
-    calls = Caller(loaded, found, caller, "the OpenAI Agents SDK")
+    calls = Caller(loaded, found, caller, "the OpenAI Agents SDK", _UNASKED)
     return [stack_tool(tool, calls) for tool in found]

@@ -202,6 +202,19 @@ def test_a_gated_call_interrupts_the_run_and_runs_only_once_approved(
     assert (resumed.interruptions, resumed.final_output) == ([], "done")
 
 
+def test_always_approve_runs_the_tools_later_calls_in_the_run(agent_stack: AgentStack) -> None:
+    tools = openai_agents_tools(agent_stack.loaded)
+    model = scripted(("wipe", {"path": "/a"}), ("wipe", {"path": "/b"}))
+    stopped = run(model, tools)
+    [asked] = stopped.interruptions
+    state = stopped.to_state()
+    state.approve(asked, always_approve=True)
+    resumed = run(model, tools, state)
+    assert resumed.interruptions == []
+    assert agent_stack.marker.read_text() == "wiped /a\nwiped /b\n"
+    assert outputs(model) == ["wiped", "wiped"]
+
+
 def test_a_rejected_call_never_reaches_the_stack(agent_stack: AgentStack) -> None:
     tools = openai_agents_tools(agent_stack.loaded)
     model = scripted(("wipe", {"path": "/"}))
@@ -213,6 +226,22 @@ def test_a_rejected_call_never_reaches_the_stack(agent_stack: AgentStack) -> Non
     assert not agent_stack.marker.exists()
     assert outputs(model) == [REJECTED]
     assert resumed.final_output == "done"
+
+
+def test_a_gated_call_the_sdk_did_not_put_to_the_user_is_denied(agent_stack: AgentStack) -> None:
+    tools = openai_agents_tools(agent_stack.loaded)
+    tools[-1].needs_approval = False  # the SDK runs it without asking
+    model = scripted(("wipe", {"path": "/"}))
+    result = run(model, tools)
+    assert result.interruptions == []
+    assert not agent_stack.marker.exists()
+    [denied] = outputs(model)
+    assert denied.startswith("the call of 'wipe' was not approved: ")
+    assert denied.endswith(
+        "(or set consent = false in [mcp_servers.gated]), or approve it when the run stops "
+        "at it (keep the tool's needs_approval=True)"
+    )
+    assert result.final_output == "done"
 
 
 def test_strict_null_for_an_optional_argument_runs_with_its_default(
