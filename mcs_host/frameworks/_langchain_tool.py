@@ -14,7 +14,6 @@ from typing import Any
 from langchain_core.tools import StructuredTool, ToolException
 
 from mcs_host.frameworks._offer import Approval, Caller, Failure, Offered
-from mcs_host.orchestration.messages import result_text
 
 __all__: list[str] = []
 
@@ -44,17 +43,17 @@ def stack_tool(tool: Offered, caller: Caller, approve: Approval) -> StackTool:
 
     def call(**arguments: Any) -> tuple[str, Any]:
         try:
-            result = caller.call(name, arguments, approve)
+            result, text = caller.call(name, arguments, approve, with_text=True)
         except Failure as failure:
             raise ToolException(failure.message) from None
-        return result_text(result), result
+        return text, result
 
     async def acall(**arguments: Any) -> tuple[str, Any]:
         try:
-            result = await caller.acall(name, arguments, approve)
+            result, text = await caller.acall(name, arguments, approve, with_text=True)
         except Failure as failure:
             raise ToolException(failure.message) from None
-        return result_text(result), result
+        return text, result
 
     return StackTool(
         name=name,

@@ -25,7 +25,6 @@ import click
 import llm
 
 from mcs_host.frameworks._offer import Approval, Caller, Offered
-from mcs_host.orchestration.messages import result_text
 
 __all__: list[str] = []
 
@@ -39,9 +38,11 @@ def stack_tool(tool: Offered, caller: Caller, approve: Approval | None, plugin: 
     :class:`~mcs_host.frameworks._offer.Failure`, whose message ``llm`` gives the model.
     ``approve`` is passed to the stack as it is; ``None`` is llm's way (:func:`llm_approval`)."""
     name = tool.name
+    gated = tool.gated
 
     def run(**arguments: Any) -> Any:
-        decide = llm_approval() if approve is None else approve
+        # llm's way of approving is read only for a call that may need it
+        decide = llm_approval() if approve is None and gated else approve
         if _awaited_by_caller():
             return _acall(caller, name, arguments, decide)
         if _loop_running():  # a synchronous chain in a thread that runs an event loop
@@ -64,11 +65,13 @@ def stack_tool(tool: Offered, caller: Caller, approve: Approval | None, plugin: 
 
 
 def _call(caller: Caller, name: str, arguments: dict[str, Any], approve: Approval) -> str:
-    return result_text(caller.call(name, arguments, approve))  # a Failure goes to llm
+    _, text = caller.call(name, arguments, approve, with_text=True)  # a Failure goes to llm
+    return str(text)
 
 
 async def _acall(caller: Caller, name: str, arguments: dict[str, Any], approve: Approval) -> str:
-    return result_text(await caller.acall(name, arguments, approve))
+    _, text = await caller.acall(name, arguments, approve, with_text=True)
+    return str(text)
 
 
 def _awaited_by_caller() -> bool:
@@ -81,11 +84,7 @@ def _awaited_by_caller() -> bool:
 
 
 def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    return asyncio._get_running_loop() is not None  # asks without raising
 
 
 def _signature(schema: Any) -> inspect.Signature | None:

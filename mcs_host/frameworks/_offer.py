@@ -129,7 +129,7 @@ def offered(
 class Caller:
     """Calls of the tools one adapter offers, each through the stack of its load."""
 
-    __slots__ = ("_names", "caller", "stack", "unasked", "where")
+    __slots__ = ("_gated", "_names", "caller", "stack", "unasked", "where")
 
     def __init__(
         self,
@@ -140,7 +140,9 @@ class Caller:
         unasked: str = "",
     ) -> None:
         self.stack: Orchestrator = loaded.driver
+        tools = tuple(tools)
         self._names = frozenset(t.name for t in tools)
+        self._gated = frozenset(t.name for t in tools if t.gated)
         self.caller = caller
         """Who asks for the calls (:attr:`~mcs_host.ToolCall.caller`), for consent and audit."""
         self.where = where
@@ -149,40 +151,49 @@ class Caller:
         """When no one can be asked (``approve`` is ``False``): what would have the user
         asked, which the denial names (``pass approve= to langchain_tools()``)."""
 
-    def call(self, name: str, arguments: Mapping[str, Any], approve: Approval) -> Any:
-        """The result of calling ``name`` with ``arguments`` in this thread; raises
+    def call(
+        self, name: str, arguments: dict[str, Any], approve: Approval, with_text: bool = False
+    ) -> Any:
+        """The result of calling ``name`` with ``arguments`` (copied, never changed) in this
+        thread (``with_text``: ``(result, its text as the model reads it)``); raises
         :class:`Failure`. An ``approve`` function is called in this thread too."""
         self._known(name)
-        ask = _plain(approve)
+        ask = _plain(approve) if name in self._gated else None
         try:
-            if ask is None and not self.unasked:
-                return self._run(name, arguments)
+            if name not in self._gated or (ask is None and not self.unasked):
+                return self._run(name, arguments, with_text)
             with asking(ask, None, self.where, self.unasked):
-                return self._run(name, arguments)
+                return self._run(name, arguments, with_text)
         except (Failure, KeyboardInterrupt):
             raise
         except BaseException as exc:  # sys.exit() in a tool too: it never ends the agent
             raise _failure(name, exc, ask) from None
 
-    async def acall(self, name: str, arguments: Mapping[str, Any], approve: Approval) -> Any:
+    async def acall(
+        self, name: str, arguments: dict[str, Any], approve: Approval, with_text: bool = False
+    ) -> Any:
         """:meth:`call` on an event loop: a sync tool runs in a worker thread, an ``approve``
         function may be a coroutine function."""
         self._known(name)
-        ask = _awaiting(approve)
+        ask = _awaiting(approve) if name in self._gated else None
         stack = self.stack
         try:
-            if ask is None and not self.unasked:
-                return await stack.aexecute_tool(name, dict(arguments), caller=self.caller)
+            if name not in self._gated or (ask is None and not self.unasked):
+                return await stack.aexecute_tool(
+                    name, arguments, caller=self.caller, with_text=with_text
+                )
             loop = asyncio.get_running_loop() if ask is not None else None
             with asking(ask, loop, self.where, self.unasked):
-                return await stack.aexecute_tool(name, dict(arguments), caller=self.caller)
+                return await stack.aexecute_tool(
+                    name, arguments, caller=self.caller, with_text=with_text
+                )
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:
             raise _failure(name, exc, ask) from None
 
-    def _run(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        return self.stack.execute_tool(name, dict(arguments), caller=self.caller)
+    def _run(self, name: str, arguments: dict[str, Any], with_text: bool) -> Any:
+        return self.stack.execute_tool(name, arguments, caller=self.caller, with_text=with_text)
 
     def _known(self, name: str) -> None:
         if name not in self._names:

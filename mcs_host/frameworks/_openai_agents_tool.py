@@ -20,7 +20,6 @@ from agents.strict_schema import ensure_strict_json_schema
 from agents.tool_context import ToolContext
 
 from mcs_host.frameworks._offer import Caller, Failure, Offered
-from mcs_host.orchestration.messages import result_text
 from mcs_host.orchestration.response_schema import strict_arguments
 
 __all__: list[str] = []
@@ -44,10 +43,10 @@ def stack_tool(tool: Offered, caller: Caller) -> FunctionTool:
             return f"Invalid JSON input for tool {name}: expected a JSON object"
         approve = gated and context.is_tool_approved(context.tool_name, context.tool_call_id)
         try:
-            result = await caller.acall(name, arguments, approve is True)
+            _, said = await caller.acall(name, arguments, approve is True, with_text=True)
         except Failure as failure:
             return failure.message
-        return result_text(result)
+        return str(said)
 
     return FunctionTool(
         name=name,

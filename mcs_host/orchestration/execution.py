@@ -289,13 +289,14 @@ class Execution(BaseExecution):
         arguments: dict[str, Any],
         consent: Consent | None = None,
         caller: str | None = None,
+        with_text: bool = False,
     ) -> Any:
         """One call's result; raise what stopped it."""
         call = self.tool_call(tool_name, arguments, caller)
         admitted = self.approved(call, self.deciders(consent))
         if isinstance(admitted, _Failure):
             raise admitted.raised()
-        return _returned(self.run(*admitted, raising=True))
+        return _returned(self.run(*admitted, raising=True), with_text)
 
     def approved(
         self, call: ToolCall, deciders: Sequence[Consent]
@@ -391,13 +392,14 @@ class AsyncExecution(BaseExecution):
         arguments: dict[str, Any],
         consent: Consent | None = None,
         caller: str | None = None,
+        with_text: bool = False,
     ) -> Any:
         """:meth:`Execution.execute_tool` on an event loop."""
         call = self.tool_call(tool_name, arguments, caller)
         admitted = await self.approved(call, self.deciders(consent))
         if isinstance(admitted, _Failure):
             raise admitted.raised()
-        return _returned(await self.run(*admitted, raising=True))
+        return _returned(await self.run(*admitted, raising=True), with_text)
 
     async def approved(
         self, call: ToolCall, deciders: Sequence[Consent]
@@ -521,11 +523,11 @@ def _failed(call: ToolCall, error: BaseException) -> str:
     return f"{call.name} failed: {type(error).__name__}" + (f": {text}" if text else "")
 
 
-def _returned(outcome: _Outcome) -> Any:
-    """A call's result, or what stopped it raised."""
-    result, _, failure, _ = outcome
+def _returned(outcome: _Outcome, with_text: bool = False) -> Any:
+    """A call's result (``with_text``: and its text), or what stopped it raised."""
+    result, text, failure, _ = outcome
     if failure is None:
-        return result
+        return (result, text) if with_text else result
     error = failure.raised()
     del outcome, failure  # this frame joins the error's traceback: it must not hold the error
     try:

@@ -250,14 +250,18 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         *,
         consent: Consent | None = None,
         caller: str | None = None,
+        with_text: bool = False,
     ) -> Any:
         """Run one call as :meth:`execute` runs it (routed, validated, ``consent`` then this
         orchestrator's consent asked, the audit told) and give its result; raise what stopped
         it: arguments the tool's schema refuses (a
         :class:`~mcs_host.interfaces.ToolArgumentError` listing why), a denial (a
         :class:`~mcs_host.interfaces.ToolError` saying why), or the tool's own exception as
-        it was raised. ``caller`` is who asked for it (:attr:`~mcs_host.ToolCall.caller`)."""
-        return Execution(self, self._table).execute_tool(tool_name, arguments, consent, caller)
+        it was raised. ``caller`` is who asked for it (:attr:`~mcs_host.ToolCall.caller`);
+        ``with_text`` gives ``(result, its text as the model reads it)``, the text the call
+        made once (JSON for what is not a string)."""
+        execution = Execution(self, self._table)
+        return execution.execute_tool(tool_name, arguments, consent, caller, with_text)
 
     # -- MCSDriver -------------------------------------------------------------------------------
 
@@ -348,12 +352,13 @@ class Orchestrator(MCSDriver, MCSToolDriver, SupportsDriverContext, ToolCallSign
         *,
         consent: Consent | None = None,
         caller: str | None = None,
+        with_text: bool = False,
     ) -> Any:
         """:meth:`execute_tool` for an event loop (an async tool awaited, a sync one in a
         worker thread): what an orchestrator stacked in another one is called with;
         ``consent`` may be a coroutine function."""
         execution = AsyncExecution(self, self._table)
-        return await execution.execute_tool(tool_name, arguments, consent, caller)
+        return await execution.execute_tool(tool_name, arguments, consent, caller, with_text)
 
 
 def _labelled(drivers: Iterable[object]) -> Iterator[tuple[str, object]]:

@@ -86,6 +86,10 @@ def test_each_failure_comes_back_as_its_kind_with_the_message_for_the_model() ->
     stack = Orchestrator({"s": Strict(), "calc": Calculator()})
     caller = Caller(loaded(stack), offered(loaded(stack), "s", who="test"), None, "Test")
     assert caller.call("even", {"n": 4}, False) == 2
+    arguments = {"n": 4}
+    assert caller.call("even", arguments, False, with_text=True) == (2, "2")
+    assert asyncio.run(caller.acall("even", arguments, False, with_text=True)) == (2, "2")
+    assert arguments == {"n": 4}
     cases: list[tuple[str, dict[str, Any], str, str]] = [
         ("even", {"n": "four"}, "arguments", "even: argument 'n': expected integer"),
         ("even", {"n": 3}, "arguments", "even: tool 'even', argument 'n': 3 is odd"),
