@@ -3,8 +3,8 @@
 and schema as the stack offers it; a call runs through the stack and its result comes back;
 what the stack refuses comes back as a retry and the model's next call answers; a call that
 needs approval ends the run with PydanticAI's deferred approval and reaches the gated server
-only when the next run approves it (the marker file proves what ran); a consent plugin's
-denial is the call's result."""
+only when the next run, or PydanticAI's handler within the run, approves it (the marker file
+proves what ran); a consent plugin's denial is the call's result."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pydantic_ai import (
     ToolDenied,
     UnexpectedModelBehavior,
 )
+from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -299,3 +300,26 @@ def test_without_pydantic_ai_the_error_names_the_extra(
     )
     with pytest.raises(ImportError, match=needs):
         pydantic_ai_toolset(agent_stack.loaded)
+
+
+def test_a_gated_call_approved_within_the_run_by_pydantic_ais_handler_runs(
+    agent_stack: AgentStack,
+) -> None:
+    asked: list[str] = []
+
+    def handle(ctx: Any, requests: DeferredToolRequests) -> DeferredToolResults:
+        for call in requests.approvals:
+            asked.append(requests.metadata[call.tool_call_id]["question"])
+        return requests.build_results(approve_all=True)
+
+    script = Script([("wipe", {"path": "/"})])
+    runner = Agent(
+        FunctionModel(script),
+        toolsets=[pydantic_ai_toolset(agent_stack.loaded)],
+        capabilities=[HandleDeferredToolCalls(handler=handle)],
+    )
+    assert runner.run_sync("Wipe it.").output == "done"
+    assert asked == [QUESTION]
+    assert agent_stack.marker.read_text() == "wiped /\n"
+    [answer] = script.answers()
+    assert (answer.outcome, answer.content) == ("success", "wiped")
