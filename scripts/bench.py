@@ -43,6 +43,8 @@ PEERS = ["stevedore==5.10.0", "mcs-orchestrator-base==0.2.0", "mcs-driver-core==
 TOOLS = ["flit_core>=3.9,<5"]
 """What the isolation scripts build their drivers' wheels with."""
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+EXTRAS = ("mcp", "pydantic-ai", "openai-agents", "langchain", "llm")
+"""mcs-host's extras in the benchmark venv: serve, and the agent frameworks' adapters."""
 
 SCRIPTS = {
     "bench_discovery.py": (["--repeat", "7"], ["--repeat", "3", "--sizes", "10,100"]),
@@ -82,7 +84,7 @@ def setup(where: Path = VENV, local: tuple[str, ...] = (), others: tuple[str, ..
     pip = [str(python), "-m", "pip", "install", "-q"]
     if others:
         subprocess.run([*pip, *others], check=True, env=env)
-    checkout = [".[mcp]" if where == VENV else ".", *local]
+    checkout = [f".[{','.join(EXTRAS)}]" if where == VENV else ".", *local]
     subprocess.run(
         [*pip, "--force-reinstall", "--no-deps", *checkout], cwd=ROOT, check=True, env=env
     )

@@ -162,3 +162,19 @@ def test_the_mcp_benchmark_checks_its_answer_and_reports_each_path(
         '| isolated (`isolation = "process"`)',
         "| `mcs-host serve` (the SDK's client, stdio)",
     ]
+
+
+def test_the_frameworks_benchmark_calls_each_adapter_and_checks_each_result() -> None:
+    # the script asserts each adapter's result is the tool's own answer
+    section = bench("bench_frameworks.py", "--calls", "20", "--repeat", "1", "--tools", "lookup")
+    names = [b["name"] for b in section["budgets"]]
+    assert [name.split(",")[0] for name in names] == [
+        "llm",
+        "LangChain",
+        "PydanticAI",
+        "OpenAI Agents SDK",
+        "LangChain",
+    ]
+    rows = [line for line in section["markdown"] if "µs" in line]
+    assert len(rows) == 7
+    assert all(row.startswith("| in-process lookup |") for row in rows)
