@@ -63,13 +63,5 @@ def stack_tool(tool: Offered, caller: Caller, approve: Approval) -> StackTool:
         coroutine=acall,
         response_format="content_and_artifact",
         handle_tool_error=True,
-        metadata={
-            "mcs_host": {
-                "label": tool.label,
-                "own_name": tool.own_name,
-                "title": tool.title,
-                "annotations": dict(tool.annotations),
-                "gated": tool.gated,
-            }
-        },
+        metadata={"mcs_host": tool.facts()},
     )

@@ -15,6 +15,7 @@ plugin approves it: ``approve`` says how.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ class Offered:
     gated: bool
     """Each call needs a consent plugin's approval, or the user's."""
 
+    def facts(self) -> dict[str, Any]:
+        """What a framework keeps as the tool's metadata (``metadata["mcs_host"]``): its
+        label, its driver's own name, its title, its annotations, whether it is gated."""
+        return {
+            "label": self.label,
+            "own_name": self.own_name,
+            "title": self.title,
+            "annotations": dict(self.annotations),
+            "gated": self.gated,
+        }
+
 
 def offered(
     loaded: Loaded,
@@ -114,7 +126,7 @@ def offered(
                 own_name,
                 tool.title or None,
                 tool.description or "",
-                tool.input_schema(),
+                copy.deepcopy(tool.input_schema()),  # a framework may edit it: not the tool's
                 dict(claimed),
                 label in gated,
             )

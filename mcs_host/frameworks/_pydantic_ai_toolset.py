@@ -72,13 +72,5 @@ def _definition(tool: Offered) -> ToolDefinition:
         name=tool.name,
         parameters_json_schema=dict(tool.schema),
         description=tool.description or tool.title or None,
-        metadata={
-            "mcs_host": {
-                "label": tool.label,
-                "own_name": tool.own_name,
-                "title": tool.title,
-                "annotations": dict(tool.annotations),
-                "gated": tool.gated,
-            }
-        },
+        metadata={"mcs_host": tool.facts()},
     )
