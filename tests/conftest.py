@@ -19,6 +19,8 @@ from typing import Any, NoReturn
 import pytest
 from distbuild import PLUGINS, ROOT, build_wheel, pip
 
+pytest_plugins = ["_frameworks"]  # the agent frameworks' fixtures (tests/system/_frameworks.py)
+
 WHEELHOUSE_VARIABLE = "MCS_HOST_TEST_WHEELHOUSE"
 """Names a wheelhouse ``scripts/test.py`` built once for the run (:func:`make_wheelhouse`),
 which every worker reads instead of building its own."""
@@ -83,7 +85,9 @@ def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 UNIT = Path(__file__).resolve().parent / "unit"
 SYSTEM = Path(__file__).resolve().parent / "system"
-_SYSTEM_FIXTURES = frozenset({"wheelhouse", "uv_cache", "fixture_wheels"})
+_SYSTEM_FIXTURES = frozenset(
+    {"wheelhouse", "uv_cache", "fixture_wheels", "bundled_site", "agent_stack"}
+)
 """Fixtures that build or install distributions: only tests/system asks for them."""
 
 

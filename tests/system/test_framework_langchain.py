@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from _frameworks import AgentStack
+from _frameworks import AgentStack, Keys
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.tool import tool_call
@@ -26,14 +26,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from mcs_host import (
-    DriverMeta,
     Loaded,
     LoadReport,
-    MCSToolDriver,
     Orchestrator,
-    Tool,
     ToolCall,
-    ToolParameter,
     langchain_tools,
 )
 
@@ -261,26 +257,8 @@ def test_tools_are_filtered_by_label_and_name_and_a_bad_one_is_named(
         langchain_tools(agent_stack.loaded.driver)  # type: ignore[arg-type]
 
 
-class Keys(MCSToolDriver):
-    """A tool whose arguments are named as LangChain's own keyword arguments."""
-
-    meta = DriverMeta(id="keys-0001", name="Keys", version="1.0.0")
-    names = ("config", "run_manager", "callbacks", "self")
-
-    def list_tools(self) -> list[Tool]:
-        return [
-            Tool(
-                name="keys",
-                description="Give back the arguments.",
-                parameters=[
-                    ToolParameter(name=n, description=n, schema={"type": "string"}, required=True)
-                    for n in self.names
-                ],
-            )
-        ]
-
-    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        return dict(arguments)
+KEYS = ("config", "run_manager", "callbacks", "self")
+"""LangChain's own keyword arguments."""
 
 
 def test_arguments_reach_the_tool_as_the_model_gave_them_and_the_caller_reaches_the_audit() -> None:
@@ -289,9 +267,9 @@ def test_arguments_reach_the_tool_as_the_model_gave_them_and_the_caller_reaches_
     def audit(call: ToolCall, result: Any, error: BaseException | None) -> None:
         audited.append((call.caller, dict(call.arguments)))
 
-    stack = Orchestrator({"keys": Keys()}, audit=audit)
+    stack = Orchestrator({"keys": Keys(KEYS)}, audit=audit)
     [tool] = langchain_tools(Loaded(stack, LoadReport(())), caller="ada")
-    arguments = {name: name.upper() for name in Keys.names}
+    arguments = {name: name.upper() for name in KEYS}
     call = tool_call(name="keys", args=arguments, id="call_0")
     answer = tool.invoke(call)
     assert (answer.status, answer.artifact) == ("success", arguments)

@@ -20,19 +20,15 @@ from typing import Any
 
 import llm
 import pytest
-from _frameworks import AgentStack
+from _frameworks import AgentStack, Keys
 from distbuild import ROOT
 from sample_drivers import GATED_SERVER
 
 from mcs_host import (
-    DriverMeta,
     Loaded,
     LoadReport,
-    MCSToolDriver,
     Orchestrator,
-    Tool,
     ToolCall,
-    ToolParameter,
     llm_tools,
 )
 
@@ -245,26 +241,8 @@ def test_without_llm_the_error_names_the_extra(
         llm_tools(agent_stack.loaded)
 
 
-class Keys(MCSToolDriver):
-    """A tool whose arguments are named as what llm or Python could take for their own."""
-
-    meta = DriverMeta(id="keys-0001", name="Keys", version="1.0.0")
-    names = ("llm_tool_call", "self", "arguments", "name")
-
-    def list_tools(self) -> list[Tool]:
-        return [
-            Tool(
-                name="keys",
-                description="Give back the arguments.",
-                parameters=[
-                    ToolParameter(name=n, description=n, schema={"type": "string"}, required=True)
-                    for n in self.names
-                ],
-            )
-        ]
-
-    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
-        return dict(arguments)
+KEYS = ("llm_tool_call", "self", "arguments", "name")
+"""Names llm or Python could take for their own."""
 
 
 def test_arguments_reach_the_tool_as_the_model_gave_them_and_the_caller_reaches_the_audit() -> None:
@@ -273,8 +251,8 @@ def test_arguments_reach_the_tool_as_the_model_gave_them_and_the_caller_reaches_
     def audit(call: ToolCall, result: Any, error: BaseException | None) -> None:
         audited.append((call.caller, dict(call.arguments)))
 
-    stack = Orchestrator({"keys": Keys()}, audit=audit)
-    arguments = {name: name.upper() for name in Keys.names}
+    stack = Orchestrator({"keys": Keys(KEYS)}, audit=audit)
+    arguments = {name: name.upper() for name in KEYS}
     model = Scripted([("keys", arguments)])
     tools = llm_tools(Loaded(stack, LoadReport(())), caller="ada")
     assert model.chain("Keys", tools=[*tools]).text() == "done"
