@@ -132,8 +132,8 @@ def test_the_site_builds_with_no_warning_and_every_reference_resolved(tmp_path: 
 
 def _extras(page: Path) -> list[str]:
     """The extras of mcs-host that ``page`` tells its reader to install (``pip install
-    "mcs-host[langchain]"``), besides mcp and attest."""
-    told = re.findall(r"pip install [^\n]*mcs-host\[([\w,-]+)\]", page.read_text("utf-8"))
+    ".[langchain]"`` in a clone, or ``"mcs-host[langchain]"``), besides mcp and attest."""
+    told = re.findall(r"pip install [\"']?(?:mcs-host|\.)\[([\w,-]+)\]", page.read_text("utf-8"))
     return sorted({e for extras in told for e in extras.split(",")} - {"mcp", "attest"})
 
 
@@ -206,7 +206,7 @@ def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Compl
 def _marked(page: Path) -> Any:
     """A page that installs from the package index needs the network (``-m "not network"``
     leaves it out offline); mcs-host's own extras come from the wheelhouse."""
-    online = re.search(r"pip install (?!\.|-e |/|~|\"mcs-host\[)", page.read_text("utf-8"))
+    online = re.search(r"pip install (?![\"']?\.|-e |/|~|\"mcs-host\[)", page.read_text("utf-8"))
     marks = [pytest.mark.network] if online else []
     return pytest.param(page, marks=marks, id=str(page.relative_to(DOCS)))
 
