@@ -73,7 +73,9 @@ def bundled_site(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture
-def agent_stack(bundled_site: Path, tmp_path: Path) -> Iterator[AgentStack]:
+def agent_stack(
+    bundled_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AgentStack]:
     """``load_drivers`` of the bundled ``csv`` driver (verified against registry.json, its
     root a copy of the demo data) and ``gated``, an MCP server no registry vouches for, so
     each call needs approval (allowed unverified for it alone); closed after the test."""
@@ -96,8 +98,13 @@ def agent_stack(bundled_site: Path, tmp_path: Path) -> Iterator[AgentStack]:
             },
         }
     )
+    # a test before this one in the process may have imported the editable checkout's
+    # mcs_host_csv, which the host rightly refuses to vouch for: the load imports its own
+    for name in [m for m in sys.modules if m == "mcs_host_csv" or m.startswith("mcs_host_csv.")]:
+        monkeypatch.delitem(sys.modules, name)
     with load_drivers(config, ["csv", "gated"], search_path=bundled_site) as loaded:
         records = {r.label: r for r in loaded.report.records}
+        assert records["csv"].status == "mounted", records["csv"]
         assert records["csv"].verification == "pinned", records["csv"]
         assert loaded.gated == ("gated",)
         yield AgentStack(loaded, data, marker)

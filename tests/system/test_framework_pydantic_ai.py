@@ -8,7 +8,10 @@ proves what ran); a consent plugin's denial is the call's result."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +77,22 @@ class Script:
         parts = [part for part in request.parts if isinstance(part, ToolReturnPart)]
         assert len(parts) == len(request.parts), request.parts
         return parts
+
+
+@pytest.fixture(autouse=True)
+def _run_sync_leaves_no_loop() -> Iterator[None]:
+    """``Agent.run_sync`` makes an event loop, sets it as this thread's and leaves it open:
+    closed after each test, so that no later test finds it unclosed when the next
+    ``asyncio.run`` replaces it (a ResourceWarning, an error under this suite's filters)."""
+    yield
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: no loop set, one made
+            loop = asyncio.get_event_loop()
+    except RuntimeError:  # set to None already: none left
+        return
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 def total(answer: ToolReturnPart) -> Any:
