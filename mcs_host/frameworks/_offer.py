@@ -21,10 +21,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcs_host._bounded import Hung
 from mcs_host.bridge.elicitation import asking
-from mcs_host.interfaces import ToolArgumentError, ToolError, UnknownToolError
-from mcs_host.orchestration.execution import NotApproved
+from mcs_host.interfaces import ToolArgumentError, UnknownToolError
+from mcs_host.orchestration.execution import NotApproved, failed_text
 
 if TYPE_CHECKING:
     from mcs_host.bridge.elicitation import Answer
@@ -296,15 +295,7 @@ def _failure(name: str, error: BaseException, ask: object) -> Failure:
     if isinstance(error, ToolArgumentError):
         text = str(error)
         return Failure("arguments", text if text.startswith(name) else f"{name}: {text}")
-    if isinstance(error, Hung):
-        return Failure("failed", str(error))
-    if isinstance(error, SystemExit):
-        return Failure("failed", f"{name} failed: it called sys.exit({error.code!r})")
-    text = str(error)
-    if isinstance(error, ToolError) and text:
-        return Failure("failed", f"{name} failed: {text}")
-    said = f": {text}" if text else ""
-    return Failure("failed", f"{name} failed: {type(error).__name__}{said}")
+    return Failure("failed", failed_text(name, error))
 
 
 def require(module: str, extra: str, who: str) -> Any:

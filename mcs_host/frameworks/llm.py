@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from mcs_host.frameworks._offer import Approval, Caller, Offered, offered, require
-
 if TYPE_CHECKING:
     import llm
 
+    from mcs_host.frameworks._offer import Approval, Offered
     from mcs_host.loading.records import Loaded
 
 __all__ = ["llm_tools"]
@@ -70,6 +69,9 @@ def llm_tools(
     :class:`ValueError` naming a label or tool that matches nothing, :class:`ImportError`
     naming the command that installs ``llm`` when it is missing.
     """
+    # imported here, not at the top: llm imports this module at every start, tools or not
+    from mcs_host.frameworks._offer import Caller, offered, require  # noqa: PLC0415
+
     found = offered(loaded, labels, tools, who=_WHO)
     if approve is not None and not isinstance(approve, bool) and not callable(approve):
         raise TypeError(
@@ -110,6 +112,7 @@ def register_tools(register: Callable[..., Any]) -> None:
     stderr, with the fix the error names, and a driver the load rejected or that failed is
     named in one line each; ``llm`` goes on."""
     from mcs_host.frameworks._llm_tool import llm_command_params, stack_tool  # noqa: PLC0415
+    from mcs_host.frameworks._offer import Caller  # noqa: PLC0415
 
     if _no_tools_wanted(llm_command_params()):
         return
@@ -166,5 +169,7 @@ def _plugin() -> _Plugin:
                     f"({record.reason}): {said}\n"
                 )
         plugin.loaded = loaded
+        from mcs_host.frameworks._offer import offered  # noqa: PLC0415
+
         plugin.tools = offered(loaded, who="the mcs-host plugin of llm")
         return plugin

@@ -185,7 +185,7 @@ class BaseExecution:
         if isinstance(error, NotApproved):
             return None, "", _not_approved(call.name, error.reason), call
         kept = error if raising else None
-        return None, "", _Failure(call.name, _failed(call, error), kept), call
+        return None, "", _Failure(call.name, failed_text(call.name, error), kept), call
 
     def answer(self, detection: Detection, outcomes: Sequence[_Outcome]) -> DriverResponse:
         """The response to the calls of ``detection``: results, or failures and a retry."""
@@ -511,16 +511,17 @@ def _not_approved(tool: str, reason: str) -> _Failure:
     return _Failure(tool, f"the call of {tool!r} was not approved{why}", denied=why or " ")
 
 
-def _failed(call: ToolCall, error: BaseException) -> str:
-    """What the model is told of ``error``, which ended ``call``."""
+def failed_text(name: str, error: BaseException) -> str:
+    """What the model is told of ``error``, which ended a call of ``name`` (the agent
+    frameworks' adapters tell it the same)."""
     if isinstance(error, Hung):
         return str(error)
     if isinstance(error, SystemExit):
-        return f"{call.name} failed: it called sys.exit({error.code!r})"
+        return f"{name} failed: it called sys.exit({error.code!r})"
     text = str(error)
     if isinstance(error, ToolError) and text:
-        return f"{call.name} failed: {text}"
-    return f"{call.name} failed: {type(error).__name__}" + (f": {text}" if text else "")
+        return f"{name} failed: {text}"
+    return f"{name} failed: {type(error).__name__}" + (f": {text}" if text else "")
 
 
 def _returned(outcome: _Outcome, with_text: bool = False) -> Any:

@@ -233,6 +233,18 @@ def test_tools_are_filtered_by_label_and_name_and_a_bad_one_is_named(
         llm_tools(agent_stack.loaded, tools="csv__wipe")
 
 
+def test_llm_importing_the_plugin_at_its_start_imports_nothing_else_of_the_host() -> None:
+    # llm imports every plugin's module at each start, whether a command uses tools or not
+    probe = (
+        "import sys, mcs_host.frameworks.llm; "
+        "print(sorted(m for m in sys.modules if m.startswith(('mcs_host', 'asyncio', 'pydantic'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "['mcs_host', 'mcs_host.frameworks', 'mcs_host.frameworks.llm']"
+
+
 def test_without_llm_the_error_names_the_extra(
     agent_stack: AgentStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
